@@ -1,0 +1,102 @@
+/* Block driver: loads lanes into struct-of-arrays form, dispatches to a scheme, and
+ * evaluates kernels over row-major data (observables, companions). */
+#include "nh_block.h"
+
+int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double *t_eval,
+                       int64_t nt, const double *x0, const double *par, int64_t par_stride,
+                       int64_t lane0, int64_t nl, double *y, int32_t *status, int64_t *stats) {
+    if (!sys || !opt || !t_eval || !x0 || !y || !status || !stats || !sys->rhs) return NH_ERR_ARG;
+    if (nl <= 0 || nt < 1 || sys->n <= 0 || sys->npar < 0 || lane0 < 0) return NH_ERR_SIZE;
+    if (sys->npar > 0 && !par) return NH_ERR_ARG;
+    if (opt->method < 0 || opt->method >= NH_N_METHODS) return NH_ERR_ARG;
+    if (opt->method == NH_LEAPFROG && (sys->split <= 0 || sys->split >= sys->n)) return NH_ERR_ARG;
+
+    const int64_t n = sys->n;
+    nh_block b;
+    b.sys = sys;
+    b.opt = opt;
+    b.t_eval = t_eval;
+    b.nt = nt;
+    b.n = n;
+    b.nl = nl;
+    b.lane0 = lane0;
+    b.y = y;
+    b.status = status;
+    b.stats = stats;
+    b.par = (double *)malloc(sizeof(double) * (size_t)(sys->npar > 0 ? sys->npar * nl : 1));
+    b.x = (double *)malloc(sizeof(double) * (size_t)(n * nl));
+    b.tl = (double *)malloc(sizeof(double) * (size_t)nl);
+    b.kout = (int64_t *)malloc(sizeof(int64_t) * (size_t)nl);
+    b.active = (unsigned char *)malloc((size_t)nl);
+    int rc = NH_OK;
+    if (!b.par || !b.x || !b.tl || !b.kout || !b.active) {
+        rc = NH_ERR_NOMEM;
+        goto done;
+    }
+    for (int64_t l = 0; l < nl; ++l) {
+        const double *xr = x0 + (lane0 + l) * n;
+        for (int64_t i = 0; i < n; ++i) b.x[i * nl + l] = xr[i];
+        const double *pr = par ? par + (lane0 + l) * par_stride : NULL;
+        for (int64_t k = 0; k < sys->npar; ++k) b.par[k * nl + l] = pr[k];
+        b.tl[l] = t_eval[0];
+        b.kout[l] = 1;
+        b.active[l] = nt > 1;
+        status[lane0 + l] = NH_LANE_OK;
+        for (int k = 0; k < NH_NSTATS; ++k) stats[(lane0 + l) * NH_NSTATS + k] = 0;
+        nh_store(&b, l, 0);
+    }
+    if (nt > 1) {
+        if (opt->method == NH_DOPRI5 || opt->method == NH_DOP853)
+            rc = nh_run_adaptive(&b);
+        else
+            rc = nh_run_fixed(&b);
+    }
+done:
+    free(b.par);
+    free(b.x);
+    free(b.tl);
+    free(b.kout);
+    free(b.active);
+    return rc;
+}
+
+int nh_eval_rows(nh_kernel_fn fn, void *ctx, int64_t nin, int64_t nout, int64_t npar,
+                 const double *t, const double *x, const double *par, int64_t par_stride,
+                 int64_t rows_per_par, int64_t row0, int64_t nrows, double *out, int64_t block) {
+    if (!fn || !t || !x || !out) return NH_ERR_ARG;
+    if (nin <= 0 || nout < 0 || npar < 0 || nrows < 0 || row0 < 0 || block <= 0 || rows_per_par <= 0)
+        return NH_ERR_SIZE;
+    if (npar > 0 && !par) return NH_ERR_ARG;
+    if (nrows == 0 || nout == 0) return NH_OK;
+    const int64_t B = nrows < block ? nrows : block;
+    double *xb = (double *)malloc(sizeof(double) * (size_t)(nin * B));
+    double *pb = (double *)malloc(sizeof(double) * (size_t)(npar > 0 ? npar * B : 1));
+    double *tb = (double *)malloc(sizeof(double) * (size_t)B);
+    double *ob = (double *)malloc(sizeof(double) * (size_t)(nout * B));
+    int rc = NH_OK;
+    if (!xb || !pb || !tb || !ob) {
+        rc = NH_ERR_NOMEM;
+        goto done;
+    }
+    for (int64_t r0 = row0; r0 < row0 + nrows && rc == NH_OK; r0 += B) {
+        const int64_t m = (row0 + nrows - r0) < B ? (row0 + nrows - r0) : B;
+        for (int64_t l = 0; l < m; ++l) {
+            const int64_t r = r0 + l;
+            tb[l] = t[r];
+            for (int64_t i = 0; i < nin; ++i) xb[i * m + l] = x[r * nin + i];
+            if (npar > 0) {
+                const double *pr = par + (r / rows_per_par) * par_stride;
+                for (int64_t k = 0; k < npar; ++k) pb[k * m + l] = pr[k];
+            }
+        }
+        rc = fn(ctx, tb, xb, pb, ob, m, m);
+        for (int64_t l = 0; l < m && rc == NH_OK; ++l)
+            for (int64_t j = 0; j < nout; ++j) out[(r0 + l) * nout + j] = ob[j * m + l];
+    }
+done:
+    free(xb);
+    free(pb);
+    free(tb);
+    free(ob);
+    return rc;
+}

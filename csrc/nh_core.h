@@ -1,0 +1,78 @@
+/*
+ * nhfast numeric core: batch integrators over blocks of lanes (plain C99, no Python.h).
+ *
+ * The Cython layer splits a batch of trajectories into blocks of lanes and calls
+ * nh_integrate_block once per block, from any thread; a block never touches another
+ * block's lanes, so results do not depend on the number of threads.
+ */
+#ifndef NH_CORE_H
+#define NH_CORE_H
+
+#include <stdint.h>
+#include "nh_abi.h"
+
+enum nh_method {
+    NH_RK4 = 0,
+    NH_DOPRI5 = 1,
+    NH_DOP853 = 2,
+    NH_LEAPFROG = 3,
+    NH_MIDPOINT = 4,
+    NH_GAUSS4 = 5,
+    NH_GAUSS6 = 6,
+    NH_N_METHODS = 7
+};
+
+/* Columns of the per-lane statistics array stats[lane*NH_NSTATS + k]. */
+#define NH_STAT_STEPS 0     /* accepted steps */
+#define NH_STAT_RHS 1       /* right-hand-side evaluations */
+#define NH_STAT_REJECTED 2  /* rejected steps (adaptive) */
+#define NH_STAT_ITER 3      /* stage iterations (implicit) */
+#define NH_NSTATS 4
+
+typedef struct {
+    nh_kernel_fn rhs; /* vector field kernel */
+    void *ctx;        /* handed to the kernel unchanged */
+    int64_t n;        /* state dimension */
+    int64_t npar;     /* number of parameters */
+    int64_t split;    /* leapfrog: the first `split` components are the positions */
+} nh_system;
+
+typedef struct {
+    int method;        /* enum nh_method */
+    double rtol, atol; /* adaptive error control */
+    double h;          /* fixed-step size; adaptive: initial step (0: automatic) */
+    double hmax;       /* adaptive: largest |h| (0: unbounded) */
+    int64_t max_steps; /* per lane: accepted + rejected steps */
+    double tol;        /* implicit schemes: stage-iteration tolerance (relative to 1+|x|) */
+    int64_t max_iter;  /* implicit schemes: iteration cap per step */
+} nh_options;
+
+/*
+ * Integrate lanes [lane0, lane0 + nl) of a batch.
+ *   t_eval : nt output times, strictly monotonic; t_eval[0] is the initial time
+ *   x0     : initial states, row-major [ntraj][n]
+ *   par    : parameters, row p of lane l at par[l*par_stride]; par_stride = 0 broadcasts
+ *   y      : outputs, row-major [ntraj][nt][n]; rows after a lane fails are NaN
+ *   status : per-lane NH_LANE_* code
+ *   stats  : per-lane counters [ntraj][NH_NSTATS]
+ * Returns NH_OK, or a negative NH_ERR_* code (a kernel failed or memory ran out).
+ */
+int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double *t_eval,
+                       int64_t nt, const double *x0, const double *par, int64_t par_stride,
+                       int64_t lane0, int64_t nl, double *y, int32_t *status, int64_t *stats);
+
+/*
+ * Evaluate a kernel on rows [row0, row0 + nrows) of row-major inputs:
+ *   x[r][nin], t[r], parameters of row r at par[(r / rows_per_par) * par_stride],
+ *   out[r][nout]. Rows are gathered into lane blocks of at most `block` lanes.
+ */
+int nh_eval_rows(nh_kernel_fn fn, void *ctx, int64_t nin, int64_t nout, int64_t npar,
+                 const double *t, const double *x, const double *par, int64_t par_stride,
+                 int64_t rows_per_par, int64_t row0, int64_t nrows, double *out, int64_t block);
+
+/* Method implementations (rk.c, symplectic.c): advance a block already loaded in SoA form. */
+typedef struct nh_block nh_block;
+int nh_run_adaptive(nh_block *b);
+int nh_run_fixed(nh_block *b);
+
+#endif /* NH_CORE_H */

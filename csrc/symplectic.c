@@ -1,0 +1,226 @@
+/* Structure-preserving fixed-step schemes over a block of lanes, and the fixed-step driver:
+ *   Stormer-Verlet / leapfrog (kick-drift-kick) for partitioned systems a' = F(b), b' = G(a);
+ *   implicit midpoint and Gauss-Legendre collocation with 2 and 3 stages (orders 4 and 6),
+ *   whose stage equations are solved by fixed-point iteration, lane by lane, to a tolerance
+ *   with an iteration cap; a lane that does not converge is reported, never silently kept.
+ * The state update uses compensated (Kahan) summation so that round-off does not drift. */
+#include "nh_block.h"
+
+/* Gauss-Legendre tableaux (Hairer, Lubich & Wanner, Geometric Numerical Integration, II.1). */
+#define SQ3 1.7320508075688772935
+#define SQ15 3.8729833462074168852
+static const double GL1_A[1] = {0.5};
+static const double GL1_B[1] = {1.0};
+static const double GL1_C[1] = {0.5};
+static const double GL2_A[4] = {0.25, 0.25 - SQ3 / 6.0, 0.25 + SQ3 / 6.0, 0.25};
+static const double GL2_B[2] = {0.5, 0.5};
+static const double GL2_C[2] = {0.5 - SQ3 / 6.0, 0.5 + SQ3 / 6.0};
+static const double GL3_A[9] = {5.0 / 36.0, 2.0 / 9.0 - SQ15 / 15.0, 5.0 / 36.0 - SQ15 / 30.0,
+                                5.0 / 36.0 + SQ15 / 24.0, 2.0 / 9.0, 5.0 / 36.0 - SQ15 / 24.0,
+                                5.0 / 36.0 + SQ15 / 30.0, 2.0 / 9.0 + SQ15 / 15.0, 5.0 / 36.0};
+static const double GL3_B[3] = {5.0 / 18.0, 4.0 / 9.0, 5.0 / 18.0};
+static const double GL3_C[3] = {0.5 - SQ15 / 10.0, 0.5, 0.5 + SQ15 / 10.0};
+
+static int gauss_stages(int method) {
+    return method == NH_MIDPOINT ? 1 : method == NH_GAUSS4 ? 2 : 3;
+}
+
+int64_t nh_fixed_work(int method, int64_t n, int64_t nl) {
+    const int64_t m = n * nl;
+    switch (method) {
+    case NH_RK4:
+        return 2 * m + nl;
+    case NH_LEAPFROG:
+        return 3 * m + nl;
+    default: {
+        const int64_t s = gauss_stages(method);
+        return (2 * s + 1) * m + 3 * nl;
+    }
+    }
+}
+
+/* ------------------------------------------------------------------- leapfrog ---- */
+
+int nh_leapfrog_step(nh_block *b, double t, double h, double *work, double *dx, int *fresh) {
+    const int64_t n = b->n, nl = b->nl, m = n * nl, k = b->sys->split;
+    double *g0 = work, *f = work + m, *xs = work + 2 * m, *tt = work + 3 * m;
+    int rc;
+    if (*fresh) { /* G(a) at the start of the step; later steps reuse the last kick's value. */
+        for (int64_t l = 0; l < nl; ++l) tt[l] = t;
+        rc = nh_rhs(b, tt, b->x, g0);
+        if (rc != NH_OK) return rc;
+        *fresh = 0;
+    }
+    /* kick: b_half = b + h/2 G(a) */
+    for (int64_t i = 0; i < k * nl; ++i) xs[i] = b->x[i];
+    for (int64_t i = k * nl; i < m; ++i) xs[i] = b->x[i] + 0.5 * h * g0[i];
+    for (int64_t l = 0; l < nl; ++l) tt[l] = t + 0.5 * h;
+    rc = nh_rhs(b, tt, xs, f);
+    if (rc != NH_OK) return rc;
+    /* drift: a1 = a + h F(b_half) */
+    for (int64_t i = 0; i < k * nl; ++i) {
+        dx[i] = h * f[i];
+        xs[i] = b->x[i] + dx[i];
+    }
+    for (int64_t l = 0; l < nl; ++l) tt[l] = t + h;
+    rc = nh_rhs(b, tt, xs, f);
+    if (rc != NH_OK) return rc;
+    /* kick: b1 = b_half + h/2 G(a1) */
+    for (int64_t i = k * nl; i < m; ++i) {
+        dx[i] = 0.5 * h * (g0[i] + f[i]);
+        g0[i] = f[i];
+    }
+    return NH_OK;
+}
+
+/* -------------------------------------------------------------- Gauss-Legendre ---- */
+
+int nh_gauss_step(nh_block *b, int s, double t, double h, double *work, double *dx,
+                  unsigned char *ok) {
+    const int64_t n = b->n, nl = b->nl, m = n * nl;
+    const double *A = s == 1 ? GL1_A : s == 2 ? GL2_A : GL3_A;
+    const double *B = s == 1 ? GL1_B : s == 2 ? GL2_B : GL3_B;
+    const double *C = s == 1 ? GL1_C : s == 2 ? GL2_C : GL3_C;
+    double *Z = work, *K = work + s * m, *xs = work + 2 * s * m;
+    double *tt = xs + m, *dmax = tt + nl, *xmax = dmax + nl;
+    unsigned char *conv = ok; /* 1: lane finished iterating (frozen); ends as the ok flag */
+    const double tol = b->opt->tol;
+    int rc = NH_OK;
+
+    for (int64_t i = 0; i < s * m; ++i) Z[i] = 0.0;
+    for (int64_t l = 0; l < nl; ++l) {
+        conv[l] = !b->active[l];
+        xmax[l] = 0.0;
+    }
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t l = 0; l < nl; ++l) xmax[l] = fmax(xmax[l], fabs(b->x[i * nl + l]));
+    for (int64_t i = 0; i < m; ++i) dx[i] = 0.0;
+
+    for (int64_t it = 0; it < b->opt->max_iter; ++it) {
+        for (int st = 0; st < s; ++st) {
+            for (int64_t i = 0; i < m; ++i) xs[i] = b->x[i] + Z[st * m + i];
+            for (int64_t l = 0; l < nl; ++l) tt[l] = t + C[st] * h;
+            rc = nh_rhs(b, tt, xs, K + st * m);
+            if (rc != NH_OK) return rc;
+        }
+        for (int64_t l = 0; l < nl; ++l) dmax[l] = 0.0;
+        for (int st = 0; st < s; ++st)
+            for (int64_t i = 0; i < n; ++i)
+                for (int64_t l = 0; l < nl; ++l) {
+                    double z = 0.0;
+                    for (int j = 0; j < s; ++j) z += A[st * s + j] * K[j * m + i * nl + l];
+                    z *= h;
+                    const int64_t q = st * m + i * nl + l;
+                    const double d = fabs(z - Z[q]);
+                    dmax[l] = d > dmax[l] ? d : (d != d ? d : dmax[l]); /* NaN propagates */
+                    Z[q] = conv[l] ? Z[q] : z;
+                }
+        int64_t left = 0;
+        for (int64_t l = 0; l < nl; ++l) {
+            if (conv[l]) continue;
+            nh_stat_add(b, l, NH_STAT_ITER, 1);
+            if (!isfinite(dmax[l])) { /* NaN/inf stage: stop; the driver reports the lane */
+                conv[l] = 1;
+                for (int64_t i = 0; i < n; ++i) dx[i * nl + l] = NAN;
+            } else if (dmax[l] <= tol * (1.0 + xmax[l])) {
+                /* converged: K holds f at stages within tol of the fixed point */
+                conv[l] = 1;
+                for (int64_t i = 0; i < n; ++i) {
+                    double acc = 0.0;
+                    for (int j = 0; j < s; ++j) acc += B[j] * K[j * m + i * nl + l];
+                    dx[i * nl + l] = h * acc;
+                }
+            } else {
+                ++left;
+            }
+        }
+        if (left == 0) break;
+    }
+    /* ok[l] (= conv[l]) is 0 exactly for the lanes that hit the iteration cap */
+    return rc;
+}
+
+/* ------------------------------------------------------------ fixed-step driver ---- */
+
+int nh_run_fixed(nh_block *b) {
+    const nh_options *o = b->opt;
+    const int64_t n = b->n, nl = b->nl, m = n * nl;
+    const double h = o->h;
+    if (!(h > 0.0)) return NH_ERR_ARG;
+
+    /* Substeps per output interval; the whole budget is checked before any work. */
+    int64_t total = 0;
+    for (int64_t k = 1; k < b->nt; ++k) {
+        const double dt = fabs(b->t_eval[k] - b->t_eval[k - 1]);
+        const double q = ceil(dt / h * (1.0 - 1e-12));
+        total += q < 1.0 ? 1 : (int64_t)q;
+        if (total > o->max_steps) {
+            for (int64_t l = 0; l < nl; ++l)
+                if (b->active[l]) nh_fail(b, l, NH_LANE_MAX_STEPS);
+            return NH_OK;
+        }
+    }
+    double *buf = (double *)malloc(sizeof(double) * (size_t)(nh_fixed_work(o->method, n, nl) + 2 * m));
+    unsigned char *ok = (unsigned char *)malloc((size_t)(2 * nl));
+    if (!buf || !ok) {
+        free(buf);
+        free(ok);
+        return NH_ERR_NOMEM;
+    }
+    double *dx = buf, *comp = buf + m, *work = buf + 2 * m;
+    unsigned char *fin = ok + nl;
+    for (int64_t i = 0; i < m; ++i) comp[i] = 0.0;
+    int fresh = 1, rc = NH_OK;
+
+    for (int64_t k = 1; k < b->nt && rc == NH_OK; ++k) {
+        const double t0 = b->t_eval[k - 1], dt = b->t_eval[k] - t0;
+        const double q = ceil(fabs(dt) / h * (1.0 - 1e-12));
+        const int64_t msub = q < 1.0 ? 1 : (int64_t)q;
+        const double hs = dt / (double)msub;
+        for (int64_t j = 0; j < msub; ++j) {
+            if (nh_count_active(b) == 0) break;
+            const double t = t0 + (double)j * hs;
+            for (int64_t l = 0; l < nl; ++l) ok[l] = 1;
+            switch (o->method) {
+            case NH_RK4:
+                rc = nh_rk4_step(b, t, hs, work, dx);
+                break;
+            case NH_LEAPFROG:
+                rc = nh_leapfrog_step(b, t, hs, work, dx, &fresh);
+                break;
+            default:
+                rc = nh_gauss_step(b, gauss_stages(o->method), t, hs, work, dx, ok);
+                break;
+            }
+            if (rc != NH_OK) break;
+            /* compensated update of the active lanes */
+            for (int64_t i = 0; i < n; ++i)
+                for (int64_t l = 0; l < nl; ++l) {
+                    const int64_t p = i * nl + l;
+                    const double d = dx[p] + comp[p];
+                    const double xn = b->x[p] + d;
+                    const int use = b->active[l] && ok[l];
+                    comp[p] = use ? d - (xn - b->x[p]) : comp[p];
+                    b->x[p] = use ? xn : b->x[p];
+                }
+            nh_finite_lanes(b->x, n, nl, fin);
+            for (int64_t l = 0; l < nl; ++l) {
+                if (!b->active[l]) continue;
+                nh_stat_add(b, l, NH_STAT_STEPS, 1);
+                if (!ok[l])
+                    nh_fail(b, l, NH_LANE_NOT_CONVERGED);
+                else if (!fin[l])
+                    nh_fail(b, l, NH_LANE_NONFINITE);
+            }
+        }
+        for (int64_t l = 0; l < nl; ++l) {
+            if (!b->active[l]) continue;
+            b->tl[l] = b->t_eval[k];
+            nh_store(b, l, k);
+            b->kout[l] = k + 1;
+        }
+    }
+    free(buf);
+    free(ok);
+    return rc;
+}

@@ -1,0 +1,249 @@
+"""Compile generated C into a small shared library, cache it by content hash, load it.
+
+The cache entry of a key is a directory ``<cache>/k<hash>/`` holding ``kernel.c``,
+``kernel.<ext>`` and ``meta.json`` (with the SHA-256 of the library). An entry is built in a
+private temporary directory and published with one ``os.rename``; a published entry is never
+overwritten. When two processes build the same key at once, the loser's rename fails and it
+loads the winner's entry. A library whose checksum does not match is moved aside and rebuilt.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import threading
+import uuid
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from nhfast._abi import ABI_VERSION, INFO_LEN
+from nhfast.errors import BackendWarning, CompilationError
+
+_LIB_EXT = ".dll" if sys.platform == "win32" else ".dylib" if sys.platform == "darwin" else ".so"
+_lock = threading.Lock()
+_loaded: dict[str, LoadedLibrary] = {}
+_warned_no_compiler = False
+
+
+def cache_dir() -> Path:
+    """Directory of the kernel cache: ``$NHFAST_CACHE_DIR`` or the user cache directory."""
+    env = os.environ.get("NHFAST_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("nhfast", appauthor=False)) / "kernels"
+
+
+def compiler_command() -> list[str] | None:
+    """The C compiler: ``$CC``, else the one Python was built with, else ``cc``; None if absent."""
+    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    cmd = shlex.split(cc)
+    if not cmd or shutil.which(cmd[0]) is None:
+        if not os.environ.get("CC") and shutil.which("cc"):
+            return ["cc"]
+        return None
+    return cmd
+
+
+@lru_cache(maxsize=8)
+def _compiler_version(cc: tuple[str, ...]) -> str:
+    try:
+        out = subprocess.run([*cc, "--version"], capture_output=True, text=True, timeout=60)
+        return out.stdout.strip().splitlines()[0] if out.stdout.strip() else out.stderr.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+@lru_cache(maxsize=1)
+def _cpu_id() -> str:
+    """What -march=native depends on: the CPU model and feature flags."""
+    text = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith(("model name", "flags", "Features", "CPU part")):
+                    text += line
+                if line.strip() == "":
+                    break
+    except OSError:
+        text = platform.processor()
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def compile_flags() -> list[str]:
+    """Flags for kernel libraries (``$NHFAST_CFLAGS`` replaces the optimisation flags)."""
+    env = os.environ.get("NHFAST_CFLAGS")
+    opt = shlex.split(env) if env is not None else ["-O3", "-march=native", "-fno-math-errno"]
+    return ["-std=c99", "-shared", "-fPIC", *opt]
+
+
+def backend() -> str:
+    """``"c"`` when kernels can be compiled, ``"numpy"`` otherwise (or if forced).
+
+    ``$NHFAST_BACKEND`` may force ``numpy``; without a compiler nhfast warns once and uses
+    NumPy, which is slow but gives the same results.
+    """
+    global _warned_no_compiler
+    forced = os.environ.get("NHFAST_BACKEND", "").strip().lower()
+    if forced == "numpy":
+        return "numpy"
+    if forced not in ("", "c"):
+        raise ValueError(f"NHFAST_BACKEND must be 'c' or 'numpy', got {forced!r}")
+    if compiler_command() is None:
+        if not _warned_no_compiler:
+            warnings.warn(
+                "no C compiler found (set CC): nhfast uses the NumPy backend, which is slow",
+                BackendWarning,
+                stacklevel=3,
+            )
+            _warned_no_compiler = True
+        return "numpy"
+    return "c"
+
+
+@dataclass
+class LoadedLibrary:
+    """A loaded kernel library: its ctypes handle, path, cache key and info array."""
+
+    key: str
+    path: Path
+    lib: ctypes.CDLL
+    info: tuple[int, ...]
+
+    def address(self, symbol: str) -> int:
+        """Address of an exported kernel function."""
+        return ctypes.cast(getattr(self.lib, symbol), ctypes.c_void_p).value or 0
+
+
+def cache_key(source: str) -> tuple[str, list[str]]:
+    """Content hash of everything that determines the library, and the compile command."""
+    cc = compiler_command()
+    if cc is None:
+        raise CompilationError(["cc"], "no C compiler found (set CC)")
+    flags = compile_flags()
+    h = hashlib.sha256()
+    for part in (
+        source,
+        f"abi={ABI_VERSION}",
+        _compiler_version(tuple(cc)),
+        " ".join(cc + flags),
+        sys.platform,
+        platform.machine(),
+        _cpu_id() if "-march=native" in flags else "",
+    ):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest(), [*cc, *flags]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _valid(entry: Path) -> bool:
+    """True if the entry's library exists and matches the checksum in its metadata."""
+    try:
+        meta = json.loads((entry / "meta.json").read_text())
+        return meta.get("abi") == ABI_VERSION and _sha256(entry / f"kernel{_LIB_EXT}") == meta["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def _quarantine(entry: Path) -> None:
+    """Move a corrupted entry aside (never overwrite it in place)."""
+    try:
+        os.rename(entry, entry.with_name(f"{entry.name}.corrupt-{uuid.uuid4().hex[:8]}"))
+    except OSError:
+        pass  # another process moved it first
+
+
+def _compile_into(tmp: Path, source: str, command: list[str]) -> None:
+    src = tmp / "kernel.c"
+    lib = tmp / f"kernel{_LIB_EXT}"
+    src.write_text(source)
+    cmd = [*command, str(src), "-o", str(lib), "-lm"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    except OSError as exc:
+        raise CompilationError(cmd, str(exc)) from exc
+    if proc.returncode != 0 or not lib.exists():
+        raise CompilationError(cmd, proc.stderr, proc.returncode)
+    meta = {
+        "abi": ABI_VERSION,
+        "sha256": _sha256(lib),
+        "command": cmd,
+        "compiler": _compiler_version(tuple(command[:1])),
+    }
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+
+
+def _load(key: str, entry: Path) -> LoadedLibrary:
+    lib = ctypes.CDLL(str(entry / f"kernel{_LIB_EXT}"))
+    fn = lib.nh_info
+    fn.restype = ctypes.POINTER(ctypes.c_int64)
+    ptr = fn()
+    info = tuple(int(ptr[i]) for i in range(INFO_LEN))
+    if info[0] != ABI_VERSION:
+        raise CompilationError([str(entry)], f"kernel ABI {info[0]} != {ABI_VERSION}")
+    return LoadedLibrary(key=key, path=entry, lib=lib, info=info)
+
+
+def build(source: str) -> tuple[LoadedLibrary, bool]:
+    """Compile (or find in the cache) and load the library for ``source``.
+
+    Returns
+    -------
+    (LoadedLibrary, bool)
+        The library and whether it came from the cache (memory or disk).
+    """
+    key, command = cache_key(source)
+    with _lock:
+        if key in _loaded:
+            return _loaded[key], True
+        root = cache_dir()
+        root.mkdir(parents=True, exist_ok=True)
+        entry = root / f"k{key[:40]}"
+        hit = False
+        for _ in range(3):
+            if entry.exists():
+                if _valid(entry):
+                    hit = True
+                    break
+                _quarantine(entry)
+                continue
+            tmp = root / f".tmp-{key[:12]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            tmp.mkdir()
+            try:
+                _compile_into(tmp, source, command)
+                try:
+                    os.rename(tmp, entry)  # atomic publish; fails if the entry exists
+                except OSError:
+                    if not entry.exists():
+                        raise
+            finally:
+                if tmp.exists():
+                    shutil.rmtree(tmp, ignore_errors=True)
+            if _valid(entry):
+                break
+        else:
+            raise CompilationError(command, f"cache entry {entry} stays corrupted")
+        loaded = _load(key, entry)
+        _loaded[key] = loaded
+        return loaded, hit
+
+
+def clear_memory_cache() -> None:
+    """Forget the libraries loaded in this process (they stay mapped); for tests."""
+    with _lock:
+        _loaded.clear()

@@ -1,0 +1,50 @@
+"""Exceptions and warnings of nhfast."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class CompilationError(RuntimeError):
+    """The C compiler failed on generated code.
+
+    Attributes
+    ----------
+    command : list of str
+        The full compiler command.
+    stderr : str
+        What the compiler wrote to standard error.
+    """
+
+    def __init__(self, command: list[str], stderr: str, returncode: int | None = None) -> None:
+        self.command = list(command)
+        self.stderr = stderr
+        self.returncode = returncode
+        super().__init__(
+            f"compilation failed (exit code {returncode}): {' '.join(command)}\n{stderr.strip()}"
+        )
+
+
+class IntegrationError(RuntimeError):
+    """Some trajectories failed; ``status`` holds the per-lane codes (0 = ok).
+
+    Attributes
+    ----------
+    status : numpy.ndarray of int32
+        Per-trajectory status codes, see ``nhfast.STATUS``.
+    result : IntegrationResult
+        The partial result (rows after a failure are NaN).
+    """
+
+    def __init__(self, message: str, status: np.ndarray, result=None) -> None:
+        self.status = status
+        self.result = result
+        super().__init__(message)
+
+
+class IntegrationWarning(RuntimeWarning):
+    """Some trajectories failed and the caller asked to keep the others."""
+
+
+class BackendWarning(RuntimeWarning):
+    """nhfast fell back to the slow NumPy backend (no C compiler)."""

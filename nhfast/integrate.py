@@ -1,0 +1,267 @@
+"""Public front end of the batch integrators: argument checks, layout, threads, results."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from nhfast.errors import IntegrationError, IntegrationWarning
+from nhfast.vectorfield import VectorField
+
+#: Method name -> code of ``enum nh_method`` in csrc/nh_core.h.
+METHODS = {
+    "rk4": 0,
+    "dopri5": 1,
+    "dop853": 2,
+    "leapfrog": 3,
+    "midpoint": 4,
+    "gauss4": 5,
+    "gauss6": 6,
+}
+ADAPTIVE = frozenset({"dopri5", "dop853"})
+#: Per-lane status codes (``NH_LANE_*`` in csrc/nh_abi.h).
+STATUS = {
+    0: "ok",
+    1: "non-finite state",
+    2: "step size underflow",
+    3: "maximum number of steps reached",
+    4: "implicit stage equations did not converge",
+}
+_STATS = ("steps", "rhs_evals", "rejected", "iterations")
+
+
+@dataclass
+class IntegrationResult:
+    """Trajectories of a batch.
+
+    Attributes
+    ----------
+    t : ndarray, shape (n_t,)
+        Output times.
+    y : ndarray, shape (n_traj, n_t, n_state)
+        States at the output times (NaN after a lane failed).
+    observables : dict of str to ndarray of shape (n_traj, n_t)
+    status : ndarray of int32, shape (n_traj,)
+        0 for success, else a code of ``nhfast.STATUS``.
+    stats : dict of str to ndarray of int64, shape (n_traj,)
+        ``steps``, ``rhs_evals``, ``rejected``, ``iterations`` per trajectory.
+    method : str
+    """
+
+    t: np.ndarray
+    y: np.ndarray
+    status: np.ndarray
+    stats: dict[str, np.ndarray]
+    method: str
+    observables: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def success(self) -> bool:
+        return bool(np.all(self.status == 0))
+
+    @property
+    def failed(self) -> np.ndarray:
+        """Boolean mask of the trajectories that did not finish."""
+        return self.status != 0
+
+
+def _positive(value, name: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a positive number, got {value!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return v
+
+
+def _array(value, name: str, ndims: tuple[int, ...]) -> np.ndarray:
+    try:
+        a = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of real numbers: {exc}") from None
+    if a.ndim not in ndims:
+        raise ValueError(f"{name} must have {' or '.join(map(str, ndims))} dimension(s), got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return a
+
+
+def _check_system(system, method: str) -> None:
+    if not isinstance(system, VectorField):
+        raise TypeError(f"system must be a VectorField or HamiltonianSystem, got {type(system).__name__}")
+    if method == "leapfrog":
+        why = system.separability()
+        if why is not None:
+            raise ValueError(f"method='leapfrog' needs a separable partitioned system: {why}")
+
+
+def integrate(
+    system: VectorField,
+    x0,
+    t_eval,
+    method: str = "dop853",
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+    params=None,
+    h: float | None = None,
+    threads: int = 1,
+    observables: bool = True,
+    *,
+    max_steps: int = 10_000_000,
+    hmax: float | None = None,
+    tol: float = 1e-14,
+    max_iter: int = 100,
+    keep_failed: bool = False,
+    block: int = 64,
+) -> IntegrationResult:
+    """Integrate a batch of trajectories of ``system`` in the compiled core.
+
+    Parameters
+    ----------
+    system : VectorField or HamiltonianSystem
+    x0 : array_like, shape (n_state,) or (n_traj, n_state)
+        Initial states.
+    t_eval : array_like, shape (n_t,)
+        Strictly monotonic output times; ``t_eval[0]`` is the initial time.
+    method : {"rk4", "dopri5", "dop853", "leapfrog", "midpoint", "gauss4", "gauss6"}
+        Adaptive embedded pairs (``dopri5``, ``dop853``) or fixed-step schemes; ``leapfrog``
+        (Stormer-Verlet) needs a separable partitioned system, the Gauss-Legendre schemes
+        (``midpoint``, ``gauss4``, ``gauss6``) are symplectic for Hamiltonian systems.
+    rtol, atol : float
+        Tolerances of the adaptive methods.
+    params : array_like, shape (n_params,) or (n_traj, n_params)
+        Parameter values, required when the system has parameters.
+    h : float, optional
+        Step size of the fixed-step methods (required there); initial step of the adaptive
+        ones (automatic when None). Each output interval is split into equal substeps of at
+        most ``h``.
+    threads : int
+        Threads over blocks of lanes (results do not depend on it).
+    observables : bool
+        Evaluate the system's observables at the output times.
+    max_steps : int
+        Step budget per trajectory (adaptive: accepted + rejected steps).
+    hmax : float, optional
+        Largest step of the adaptive methods.
+    tol, max_iter : float, int
+        Implicit schemes: stage-iteration tolerance (relative to 1 + max|x|) and cap.
+    keep_failed : bool
+        If True, failed trajectories give an ``IntegrationWarning`` and NaN rows instead of
+        an ``IntegrationError``.
+    block : int
+        Lanes per block (the unit of vectorisation and of threading).
+
+    Returns
+    -------
+    IntegrationResult
+
+    Raises
+    ------
+    TypeError, ValueError
+        On bad arguments, naming the argument.
+    IntegrationError
+        When a trajectory fails (non-finite state, step underflow, step budget, an implicit
+        solve that does not converge) and ``keep_failed`` is False.
+    """
+    from nhfast import _core
+
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    _check_system(system, method)
+    n, npar = system.n_state, system.n_params
+
+    x = _array(x0, "x0", (1, 2))
+    if x.shape[-1] != n:
+        raise ValueError(f"x0 must have shape ({n},) or (n_traj, {n}); got {x.shape}")
+    x = np.ascontiguousarray(x.reshape(-1, n))
+    ntraj = x.shape[0]
+
+    t = _array(t_eval, "t_eval", (1,))
+    if t.size < 1:
+        raise ValueError("t_eval must hold at least one time")
+    dt = np.diff(t)
+    if t.size > 1 and not (np.all(dt > 0) or np.all(dt < 0)):
+        raise ValueError("t_eval must be strictly monotonic")
+    t = np.ascontiguousarray(t)
+
+    if npar == 0:
+        if params is not None and np.size(params) != 0:
+            raise ValueError(f"params given, but the system has no parameters (got {np.shape(params)})")
+        par = np.zeros((1, 0))
+    else:
+        if params is None:
+            raise ValueError(f"params is required: missing values for {', '.join(map(str, system.params))}")
+        par = _array(params, "params", (1, 2))
+        if par.shape == (npar,):
+            par = par.reshape(1, npar)
+        elif par.shape != (ntraj, npar):
+            raise ValueError(
+                f"params must have shape ({npar},) or ({ntraj}, {npar}) for parameters "
+                f"{', '.join(map(str, system.params))}; got {par.shape}"
+            )
+        par = np.ascontiguousarray(par)
+
+    rtol = _positive(rtol, "rtol")
+    atol = _positive(atol, "atol")
+    tol = _positive(tol, "tol")
+    if method in ADAPTIVE:
+        h0 = 0.0 if h is None else _positive(h, "h")
+    else:
+        if h is None:
+            raise ValueError(f"h (the step size) is required for the fixed-step method {method!r}")
+        h0 = _positive(h, "h")
+        if t.size > 1:
+            nsteps = int(np.sum(np.maximum(1, np.ceil(np.abs(dt) / h0 * (1 - 1e-12)))))
+            if nsteps > max_steps:
+                raise ValueError(f"h={h0:g} needs {nsteps} steps, more than max_steps={max_steps}")
+    hm = 0.0 if hmax is None else _positive(hmax, "hmax")
+    for name, v in (("threads", threads), ("max_steps", max_steps), ("max_iter", max_iter), ("block", block)):
+        if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+
+    wanted = ("observables",) if observables and system.observables else ()
+    cs = system.compile(wanted)
+    cap, ctx = cs.kernels["rhs"]
+    y = np.empty((ntraj, t.size, n))
+    status = np.zeros(ntraj, dtype=np.int32)
+    stats = np.zeros((ntraj, _core.NSTATS), dtype=np.int64)
+    split = system.split or 0
+    _core.integrate_batch(
+        cap, ctx, n, npar, split, METHODS[method], t, x, par, y, status, stats,
+        rtol, atol, h0, hm, int(max_steps), tol, int(max_iter), int(threads), int(block),
+    )  # fmt: skip
+    res = IntegrationResult(
+        t=t,
+        y=y,
+        status=status,
+        stats={k: stats[:, i].copy() for i, k in enumerate(_STATS)},
+        method=method,
+    )
+    if wanted:
+        res.observables = _observables(cs, res, par, threads)
+    if not res.success:
+        bad = np.flatnonzero(status)
+        kinds = ", ".join(f"{np.sum(status == c)} x {STATUS.get(int(c), c)}" for c in np.unique(status[bad]))
+        msg = f"{bad.size} of {ntraj} trajectories failed ({kinds}); first: #{bad[0]}"
+        if not keep_failed:
+            raise IntegrationError(msg, status, res)
+        warnings.warn(msg + " (kept: see result.failed)", IntegrationWarning, stacklevel=2)
+    return res
+
+
+def _observables(cs, res: IntegrationResult, par: np.ndarray, threads: int) -> dict[str, np.ndarray]:
+    from nhfast import _core
+
+    ntraj, nt, n = res.y.shape
+    rows = ntraj * nt
+    trow = np.ascontiguousarray(np.broadcast_to(res.t, (ntraj, nt)).reshape(rows))
+    out = np.empty((rows, cs.n_out["observables"]))
+    cap, ctx = cs.kernels["observables"]
+    _core.eval_rows(cap, ctx, out.shape[1], trow, res.y.reshape(rows, n), par, nt, out, threads=threads)
+    names = list(cs.system.observables)
+    return {k: out[:, j].reshape(ntraj, nt) for j, k in enumerate(names)}

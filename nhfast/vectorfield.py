@@ -1,0 +1,314 @@
+"""Vector fields and Hamiltonian systems: the symbolic objects the numeric core integrates."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from nhfast.codegen import KernelSet
+
+#: Kernel families a compiled system may carry besides the vector field itself.
+COMPANIONS = ("jacobian", "divergence", "observables", "dHdq", "dHdp")
+
+
+def _symbols(arg: Any, name: str) -> list[sp.Symbol]:
+    if isinstance(arg, sp.Symbol):
+        arg = [arg]
+    try:
+        items = list(arg)
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of sympy Symbols, got {type(arg).__name__}") from None
+    for s in items:
+        if not isinstance(s, sp.Symbol):
+            raise TypeError(f"{name} must contain sympy Symbols only, got {s!r} ({type(s).__name__})")
+    if len(set(items)) != len(items):
+        dup = sorted({str(s) for s in items if items.count(s) > 1})
+        raise ValueError(f"{name} lists a symbol more than once: {', '.join(dup)}")
+    return items
+
+
+def _exprs(arg: Any, name: str) -> list[sp.Expr]:
+    if isinstance(arg, sp.MatrixBase):
+        arg = list(arg)
+    try:
+        items = [sp.sympify(e) for e in arg]
+    except (TypeError, sp.SympifyError) as exc:
+        raise TypeError(f"{name} must be a sequence of sympy expressions: {exc}") from None
+    for e in items:
+        if not isinstance(e, sp.Expr):
+            raise TypeError(f"{name} must contain scalar expressions, got {e!r}")
+    return items
+
+
+@dataclass
+class VectorField:
+    """An ODE system x' = f(t, x; params) given by SymPy expressions.
+
+    Parameters
+    ----------
+    states : sequence of sympy.Symbol
+        State variables, in the order of the state vector.
+    rhs : sequence of sympy.Expr
+        Right-hand side, one expression per state.
+    params : sequence of sympy.Symbol, optional
+        Parameters, in the order of the parameter vector given to ``integrate``.
+    observables : mapping of str to sympy.Expr, optional
+        Scalar functions of (t, x, params) evaluated along trajectories (energy, constraints,
+        densities, ...).
+    time : sympy.Symbol, optional
+        Symbol of time, for non-autonomous right-hand sides.
+    split : int, optional
+        For partitioned systems a' = F(b), b' = G(a): the number of components of ``a``
+        (positions). Needed by ``method="leapfrog"``.
+    name : str, optional
+        Label used in reports.
+
+    Raises
+    ------
+    ValueError
+        If ``rhs`` has the wrong length, or an expression uses a symbol that is neither a
+        state, a parameter nor the time symbol.
+    """
+
+    states: Sequence[sp.Symbol]
+    rhs: Sequence[sp.Expr]
+    params: Sequence[sp.Symbol] = ()
+    observables: Mapping[str, sp.Expr] | None = None
+    time: sp.Symbol | None = None
+    split: int | None = None
+    name: str = "system"
+    _compiled: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.states = _symbols(self.states, "states")
+        if not self.states:
+            raise ValueError("states must not be empty")
+        self.rhs = _exprs(self.rhs, "rhs")
+        self.params = _symbols(self.params, "params")
+        if len(self.rhs) != len(self.states):
+            raise ValueError(f"rhs has {len(self.rhs)} expressions for {len(self.states)} states")
+        if self.time is not None and not isinstance(self.time, sp.Symbol):
+            raise TypeError(f"time must be a sympy Symbol or None, got {self.time!r}")
+        clash = set(self.states) & set(self.params)
+        if clash or (self.time is not None and self.time in set(self.states) | set(self.params)):
+            raise ValueError(f"a symbol is both a state and a parameter/time: {clash or self.time}")
+        obs = dict(self.observables or {})
+        for k in obs:
+            if not isinstance(k, str) or not k.isidentifier():
+                raise ValueError(f"observables: names must be identifiers, got {k!r}")
+        self.observables = dict(zip(obs, _exprs(obs.values(), "observables"), strict=True))
+        known = set(self.states) | set(self.params) | ({self.time} if self.time is not None else set())
+        for label, exprs in (("rhs", self.rhs), ("observables", list(self.observables.values()))):
+            missing = set().union(*(e.free_symbols for e in exprs)) - known if exprs else set()
+            if missing:
+                names = ", ".join(sorted(map(str, missing)))
+                raise ValueError(
+                    f"{label} uses symbols that are neither states, params nor time: {names} "
+                    "(add them to params=)"
+                )
+        if self.split is not None and not (0 < int(self.split) < len(self.states)):
+            raise ValueError(f"split must lie in 1..{len(self.states) - 1}, got {self.split}")
+
+    # ------------------------------------------------------------------ symbolic ----
+    @property
+    def n_state(self) -> int:
+        return len(self.states)
+
+    @property
+    def n_params(self) -> int:
+        return len(self.params)
+
+    def jacobian(self) -> sp.Matrix:
+        """Jacobian matrix df_i/dx_j."""
+        return sp.Matrix(self.rhs).jacobian(sp.Matrix(self.states))
+
+    def divergence(self) -> sp.Expr:
+        """Divergence sum_i df_i/dx_i (with respect to the coordinate volume)."""
+        return sp.Add(*[sp.diff(f, x) for f, x in zip(self.rhs, self.states, strict=True)])
+
+    def separability(self) -> str | None:
+        """Why ``leapfrog`` does not apply, or None when the system is partitioned-separable."""
+        if self.split is None:
+            return "no split= given (a partitioned system a' = F(b), b' = G(a) is needed)"
+        k = self.split
+        a, b = set(self.states[:k]), set(self.states[k:])
+        for i, f in enumerate(self.rhs):
+            bad = f.free_symbols & (a if i < k else b)
+            if bad:
+                part = "position" if i < k else "momentum"
+                return (
+                    f"the {part} equation d{self.states[i]}/dt depends on "
+                    f"{', '.join(sorted(map(str, bad)))} (H is not separable as T(p) + V(q))"
+                )
+        return None
+
+    def variational(self) -> VectorField:
+        """The system augmented with its variational equations M' = (df/dx) M, M(0) = I.
+
+        States are x followed by the rows of M (row-major). For a partitioned system the
+        augmented system is partitioned too: (a, rows of M for a) then (b, rows of M for b).
+        """
+        n = self.n_state
+        J = self.jacobian()
+        M = sp.Matrix(n, n, lambda i, j: sp.Symbol(f"M_{i}_{j}"))
+        taken = {str(s) for s in [*self.states, *self.params]}
+        if any(str(s) in taken for s in M):
+            M = sp.Matrix(n, n, lambda i, j: sp.Dummy(f"M_{i}_{j}"))
+        dM = J * M
+        rows = list(range(n))
+        if self.split is not None:
+            groups = [rows[: self.split], rows[self.split :]]
+        else:
+            groups = [rows]
+        states: list[sp.Symbol] = []
+        rhs: list[sp.Expr] = []
+        for g in groups:
+            states += [self.states[i] for i in g]
+            rhs += [self.rhs[i] for i in g]
+            for i in g:
+                states += list(M.row(i))
+                rhs += list(dM.row(i))
+        split = None if self.split is None else self.split * (n + 1)
+        return VectorField(
+            states=states,
+            rhs=rhs,
+            params=self.params,
+            time=self.time,
+            split=split,
+            name=f"{self.name} (variational)",
+        )
+
+    def variational_initial(self, x0: np.ndarray) -> np.ndarray:
+        """Initial states for :meth:`variational` from states ``x0`` of shape (..., n)."""
+        x0 = np.asarray(x0, dtype=float)
+        n = self.n_state
+        eye = np.broadcast_to(np.eye(n), (*x0.shape[:-1], n, n))
+        rows = list(range(n))
+        groups = [rows[: self.split], rows[self.split :]] if self.split is not None else [rows]
+        parts = []
+        for g in groups:
+            for_g = [x0[..., g]]
+            for i in g:
+                for_g.append(eye[..., i, :])
+            parts.append(np.concatenate(for_g, axis=-1))
+        return np.concatenate(parts, axis=-1)
+
+    def variational_split(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Split outputs of :meth:`variational` into states (..., n) and M (..., n, n)."""
+        y = np.asarray(y)
+        n = self.n_state
+        rows = list(range(n))
+        groups = [rows[: self.split], rows[self.split :]] if self.split is not None else [rows]
+        x = np.empty((*y.shape[:-1], n))
+        M = np.empty((*y.shape[:-1], n, n))
+        pos = 0
+        for g in groups:
+            x[..., g] = y[..., pos : pos + len(g)]
+            pos += len(g)
+            for i in g:
+                M[..., i, :] = y[..., pos : pos + n]
+                pos += n
+        return x, M
+
+    def kernel_set(self, companions: Iterable[str] = ()) -> KernelSet:
+        """Expressions of the vector field and the requested companion kernels."""
+        kernels: dict[str, list[sp.Expr]] = {"rhs": list(self.rhs)}
+        for c in companions:
+            if c == "jacobian":
+                kernels[c] = list(self.jacobian())
+            elif c == "divergence":
+                kernels[c] = [self.divergence()]
+            elif c == "observables":
+                kernels[c] = list(self.observables.values())
+            elif c in ("dHdq", "dHdp"):
+                raise ValueError(f"companion {c!r} exists only for a HamiltonianSystem")
+            else:
+                raise ValueError(f"unknown companion {c!r}; known: {', '.join(COMPANIONS)}")
+        return KernelSet(self.states, self.params, self.time, kernels, n_q=0)
+
+    # ------------------------------------------------------------------- numeric ----
+    def compile(self, companions: Iterable[str] = ("observables", "divergence")):
+        """Generate, compile (or fetch from the cache) and load the kernels.
+
+        Parameters
+        ----------
+        companions : iterable of str
+            Kernel families besides the vector field: any of ``"jacobian"``,
+            ``"divergence"``, ``"observables"`` (and ``"dHdq"``, ``"dHdp"`` for a
+            :class:`HamiltonianSystem`).
+
+        Returns
+        -------
+        nhfast.compiled.CompiledSystem
+        """
+        from nhfast.compiled import compile_system
+
+        wanted = frozenset(companions)
+        for have, cs in self._compiled.items():
+            if wanted <= have:
+                return cs
+        cs = compile_system(self, sorted(wanted))
+        self._compiled[wanted] = cs
+        return cs
+
+    def evaluate(self, kind: str, x, t=0.0, params=None) -> np.ndarray:
+        """Evaluate a kernel family (``"rhs"``, ``"jacobian"``, ...) at states ``x``.
+
+        ``x`` has shape (..., n_state); the result has shape (..., n_out) (for the Jacobian
+        (..., n_state, n_state)).
+        """
+        fams = () if kind == "rhs" else (kind,)
+        return self.compile(fams).evaluate(kind, x, t=t, params=params)
+
+
+class HamiltonianSystem(VectorField):
+    """Canonical Hamiltonian system q' = dH/dp, p' = -dH/dq.
+
+    Parameters
+    ----------
+    q, p : sequence of sympy.Symbol
+        Positions and conjugate momenta (same length).
+    H : sympy.Expr
+        The Hamiltonian.
+    params : sequence of sympy.Symbol, optional
+    observables : mapping of str to sympy.Expr, optional
+        Extra observables; ``"energy"`` (= H) is always included.
+    time : sympy.Symbol, optional
+    name : str, optional
+    """
+
+    def __init__(
+        self,
+        q: Sequence[sp.Symbol],
+        p: Sequence[sp.Symbol],
+        H: sp.Expr,
+        params: Sequence[sp.Symbol] = (),
+        observables: Mapping[str, sp.Expr] | None = None,
+        time: sp.Symbol | None = None,
+        name: str = "hamiltonian",
+    ) -> None:
+        q = _symbols(q, "q")
+        p = _symbols(p, "p")
+        if len(q) != len(p) or not q:
+            raise ValueError(f"q and p must be non-empty and of equal length, got {len(q)} and {len(p)}")
+        (H,) = _exprs([H], "H")
+        self.q, self.p, self.H = q, p, H
+        rhs = [sp.diff(H, pi) for pi in p] + [-sp.diff(H, qi) for qi in q]
+        obs = {"energy": H, **dict(observables or {})}
+        super().__init__(
+            states=[*q, *p], rhs=rhs, params=params, observables=obs, time=time, split=len(q), name=name
+        )
+
+    def kernel_set(self, companions: Iterable[str] = ()) -> KernelSet:
+        plain = [c for c in companions if c not in ("dHdq", "dHdp")]
+        ks = super().kernel_set(plain)
+        kernels = dict(ks.kernels)
+        if "dHdq" in companions:
+            kernels["dHdq"] = [sp.diff(self.H, qi) for qi in self.q]
+        if "dHdp" in companions:
+            kernels["dHdp"] = [sp.diff(self.H, pi) for pi in self.p]
+        return KernelSet(ks.states, ks.params, ks.time, kernels, n_q=len(self.q))
