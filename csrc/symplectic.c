@@ -34,7 +34,7 @@ int64_t nh_fixed_work(int method, int64_t n, int64_t nl) {
         return 3 * m + nl;
     default: {
         const int64_t s = gauss_stages(method);
-        return (2 * s + 1) * m + 3 * nl;
+        return (2 * s + 1) * m + 4 * nl;
     }
     }
 }
@@ -82,7 +82,7 @@ int nh_gauss_step(nh_block *b, int s, double t, double h, double *work, double *
     const double *B = s == 1 ? GL1_B : s == 2 ? GL2_B : GL3_B;
     const double *C = s == 1 ? GL1_C : s == 2 ? GL2_C : GL3_C;
     double *Z = work, *K = work + s * m, *xs = work + 2 * s * m;
-    double *tt = xs + m, *dmax = tt + nl, *xmax = dmax + nl;
+    double *tt = xs + m, *dmax = tt + nl, *xmax = dmax + nl, *dprev = xmax + nl;
     unsigned char *conv = ok; /* 1: lane finished iterating (frozen); ends as the ok flag */
     const double tol = b->opt->tol;
     int rc = NH_OK;
@@ -96,7 +96,9 @@ int nh_gauss_step(nh_block *b, int s, double t, double h, double *work, double *
         for (int64_t l = 0; l < nl; ++l) xmax[l] = fmax(xmax[l], fabs(b->x[i * nl + l]));
     for (int64_t i = 0; i < m; ++i) dx[i] = 0.0;
 
+    for (int64_t l = 0; l < nl; ++l) dprev[l] = INFINITY;
     for (int64_t it = 0; it < b->opt->max_iter; ++it) {
+        const int last = it + 1 == b->opt->max_iter;
         for (int st = 0; st < s; ++st) {
             for (int64_t i = 0; i < m; ++i) xs[i] = b->x[i] + Z[st * m + i];
             for (int64_t l = 0; l < nl; ++l) tt[l] = t + C[st] * h;
@@ -119,11 +121,14 @@ int nh_gauss_step(nh_block *b, int s, double t, double h, double *work, double *
         for (int64_t l = 0; l < nl; ++l) {
             if (conv[l]) continue;
             nh_stat_add(b, l, NH_STAT_ITER, 1);
+            /* Within tolerance, keep iterating while the update still shrinks (it then stops
+             * at round-off level, so no systematic iteration error accumulates over steps). */
+            const int small = dmax[l] <= tol * (1.0 + xmax[l]);
             if (!isfinite(dmax[l])) { /* NaN/inf stage: stop; the driver reports the lane */
                 conv[l] = 1;
                 for (int64_t i = 0; i < n; ++i) dx[i * nl + l] = NAN;
-            } else if (dmax[l] <= tol * (1.0 + xmax[l])) {
-                /* converged: K holds f at stages within tol of the fixed point */
+            } else if (small && (dmax[l] == 0.0 || dmax[l] >= dprev[l] || last)) {
+                /* converged: K holds f at stages within round-off of the fixed point */
                 conv[l] = 1;
                 for (int64_t i = 0; i < n; ++i) {
                     double acc = 0.0;
@@ -133,6 +138,7 @@ int nh_gauss_step(nh_block *b, int s, double t, double h, double *work, double *
             } else {
                 ++left;
             }
+            dprev[l] = dmax[l];
         }
         if (left == 0) break;
     }

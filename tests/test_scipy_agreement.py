@@ -1,0 +1,49 @@
+"""Agreement with SciPy's DOP853 at tight tolerance on nonlinear systems."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+from scipy.integrate import solve_ivp
+
+import nhfast as nh
+
+
+@pytest.fixture(scope="module")
+def vanderpol():
+    x, v, mu = sp.symbols("x v mu")
+    return nh.VectorField([x, v], [v, mu * (1 - x**2) * v - x], params=[mu])
+
+
+@pytest.mark.parametrize("method", ["dopri5", "dop853"])
+def test_vanderpol_matches_scipy(vanderpol, method):
+    rng = np.random.default_rng(1)
+    x0 = rng.uniform(-2, 2, size=(5, 2))
+    t = np.linspace(0.0, 10.0, 21)
+    res = nh.integrate(vanderpol, x0, t, method=method, params=[1.3], rtol=1e-12, atol=1e-12)
+    for i in range(len(x0)):
+        ref = solve_ivp(
+            lambda _t, y: [y[1], 1.3 * (1 - y[0] ** 2) * y[1] - y[0]],
+            (0, 10),
+            x0[i],
+            method="DOP853",
+            t_eval=t,
+            rtol=1e-12,
+            atol=1e-12,
+        )
+        assert np.max(np.abs(res.y[i] - ref.y.T)) < 1e-8
+
+
+def test_sleigh_matches_scipy_and_conserves_energy(sleigh):
+    rng = np.random.default_rng(2)
+    x0 = np.column_stack([np.zeros((8, 3)), rng.normal(size=(8, 2))])
+    par = np.column_stack([rng.uniform(0.2, 1.0, 8), rng.uniform(0.5, 2.0, 8), rng.uniform(0.5, 2.0, 8)])
+    t = np.linspace(0.0, 20.0, 11)
+    res = nh.integrate(sleigh, x0, t, params=par, rtol=1e-12, atol=1e-12)
+    f = sp.lambdify([sleigh.states, sleigh.params], sleigh.rhs)
+    for i in range(8):
+        ref = solve_ivp(lambda _t, y: f(y, par[i]), (0, 20), x0[i], method="DOP853", t_eval=t, rtol=1e-12, atol=1e-12)
+        assert np.max(np.abs(res.y[i] - ref.y.T)) < 1e-8
+    e = res.observables["energy"]
+    assert np.max(np.abs(e - e[:, :1]) / e[:, :1]) < 1e-10
