@@ -44,8 +44,10 @@ def _openmp_flags(compiler) -> tuple[list[str], list[str]]:
 class BuildExt(build_ext):
     def build_extensions(self) -> None:
         cflags, lflags = _openmp_flags(self.compiler)
-        print(f"nhfast: OpenMP {'enabled ' + ' '.join(cflags) if cflags else 'not found: serial build'}")
-        std = [] if self.compiler.compiler_type == "msvc" else ["-std=c99", "-O3"]
+        state = "enabled " + " ".join(cflags) if cflags else "not found: serial build"
+        print(f"nhfast: OpenMP {state}")
+        msvc = self.compiler.compiler_type == "msvc"
+        std = [] if msvc else ["-std=c99", "-O3", "-Wno-psabi"]
         for ext in self.extensions:
             ext.extra_compile_args = std + cflags + ext.extra_compile_args
             ext.extra_link_args = lflags + ext.extra_link_args

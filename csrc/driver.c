@@ -4,14 +4,18 @@
 
 int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double *t_eval,
                        int64_t nt, const double *x0, const double *par, int64_t par_stride,
-                       int64_t lane0, int64_t nl, double *y, int32_t *status, int64_t *stats) {
+                       int64_t lane0, int64_t count, int64_t width, double *y, int32_t *status,
+                       int64_t *stats) {
     if (!sys || !opt || !t_eval || !x0 || !y || !status || !stats || !sys->rhs) return NH_ERR_ARG;
-    if (nl <= 0 || nt < 1 || sys->n <= 0 || sys->npar < 0 || lane0 < 0) return NH_ERR_SIZE;
+    if (count <= 0 || width <= 0 || nt < 1 || sys->n <= 0 || sys->npar < 0 || lane0 < 0)
+        return NH_ERR_SIZE;
     if (sys->npar > 0 && !par) return NH_ERR_ARG;
     if (opt->method < 0 || opt->method >= NH_N_METHODS) return NH_ERR_ARG;
     if (opt->method == NH_LEAPFROG && (sys->split <= 0 || sys->split >= sys->n)) return NH_ERR_ARG;
 
     const int64_t n = sys->n;
+    const int64_t nl = ((count < width ? count : width) + NH_CHUNK - 1) / NH_CHUNK * NH_CHUNK;
+    static const double no_par = 0.0;
     nh_block b;
     b.sys = sys;
     b.opt = opt;
@@ -19,7 +23,11 @@ int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double
     b.nt = nt;
     b.n = n;
     b.nl = nl;
-    b.lane0 = lane0;
+    b.next = lane0;
+    b.end = lane0 + count;
+    b.x0 = x0;
+    b.par_in = par ? par : &no_par;
+    b.par_stride = par_stride;
     b.y = y;
     b.status = status;
     b.stats = stats;
@@ -27,36 +35,45 @@ int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double
     b.x = (double *)malloc(sizeof(double) * (size_t)(n * nl));
     b.tl = (double *)malloc(sizeof(double) * (size_t)nl);
     b.kout = (int64_t *)malloc(sizeof(int64_t) * (size_t)nl);
+    b.gid = (int64_t *)malloc(sizeof(int64_t) * (size_t)nl);
     b.active = (unsigned char *)malloc((size_t)nl);
+    b.cnt = (int64_t *)calloc((size_t)(NH_NSTATS * nl), sizeof(int64_t));
     int rc = NH_OK;
-    if (!b.par || !b.x || !b.tl || !b.kout || !b.active) {
+    if (!b.par || !b.x || !b.tl || !b.kout || !b.gid || !b.active || !b.cnt) {
         rc = NH_ERR_NOMEM;
         goto done;
     }
+    /* Idle slots hold a copy of the first trajectory so that kernels see finite inputs. */
     for (int64_t l = 0; l < nl; ++l) {
-        const double *xr = x0 + (lane0 + l) * n;
-        for (int64_t i = 0; i < n; ++i) b.x[i * nl + l] = xr[i];
-        const double *pr = par ? par + (lane0 + l) * par_stride : NULL;
-        for (int64_t k = 0; k < sys->npar; ++k) b.par[k * nl + l] = pr[k];
+        for (int64_t i = 0; i < n; ++i) b.x[i * nl + l] = x0[lane0 * n + i];
+        for (int64_t k = 0; k < sys->npar; ++k) b.par[k * nl + l] = b.par_in[lane0 * par_stride + k];
         b.tl[l] = t_eval[0];
-        b.kout[l] = 1;
-        b.active[l] = nt > 1;
-        status[lane0 + l] = NH_LANE_OK;
-        for (int k = 0; k < NH_NSTATS; ++k) stats[(lane0 + l) * NH_NSTATS + k] = 0;
-        nh_store(&b, l, 0);
+        b.kout[l] = nt;
+        b.gid[l] = -1;
+        b.active[l] = 0;
     }
-    if (nt > 1) {
-        if (opt->method == NH_DOPRI5 || opt->method == NH_DOP853)
-            rc = nh_run_adaptive(&b);
-        else
+    if (opt->method == NH_DOPRI5 || opt->method == NH_DOP853) {
+        rc = nh_run_adaptive(&b);
+    } else {
+        unsigned char *fresh = (unsigned char *)malloc((size_t)nl);
+        if (!fresh) {
+            rc = NH_ERR_NOMEM;
+            goto done;
+        }
+        while (rc == NH_OK && b.next < b.end) {
+            nh_refill(&b, fresh);
             rc = nh_run_fixed(&b);
+        }
+        free(fresh);
     }
 done:
     free(b.par);
     free(b.x);
     free(b.tl);
     free(b.kout);
+    free(b.gid);
     free(b.active);
+    free(b.cnt);
     return rc;
 }
 

@@ -11,14 +11,50 @@
 
 #include "nh_core.h"
 
+/* Hot loops are compiled twice on x86-64 Linux (glibc ifunc): AVX2 and the baseline. No FMA
+ * contraction is enabled, so both clones give the same bits. */
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && \
+    !defined(NH_NO_CLONES)
+#define NH_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define NH_CLONES
+#endif
+
+/* Lanes are processed in chunks of NH_CHUNK with the chunk's accumulators in registers; a
+ * block's lane count is padded to a multiple of NH_CHUNK with inactive copies of lane 0. */
+#define NH_CHUNK 8
+
+/* A chunk of lanes as one value: GCC/Clang vector extensions (lowered to AVX-512, AVX2 or
+ * SSE2 registers by the clone being compiled), a plain struct loop elsewhere. */
+#if defined(__GNUC__) || defined(__clang__)
+typedef double nh_vec __attribute__((vector_size(NH_CHUNK * sizeof(double))));
+static inline nh_vec nh_ld(const double *p) {
+    nh_vec v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void nh_st(double *p, nh_vec v) { memcpy(p, &v, sizeof v); }
+static inline nh_vec nh_splat(double a) { return a - (nh_vec){0}; }
+#define NH_HAVE_VEC 1
+#else
+#define NH_HAVE_VEC 0
+#endif
+
+#define NH_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define NH_MIN(a, b) ((a) < (b) ? (a) : (b))
+
 struct nh_block {
     const nh_system *sys;
     const nh_options *opt;
     const double *t_eval;
     int64_t nt;
     int64_t n;      /* state dimension */
-    int64_t nl;     /* lanes in this block (also the SoA stride) */
-    int64_t lane0;  /* global index of lane 0 */
+    int64_t nl;     /* lane slots, a multiple of NH_CHUNK (the SoA stride) */
+    int64_t *gid;   /* [nl] trajectory held by each slot, -1 when the slot is idle */
+    int64_t next, end;    /* trajectories next..end-1 still wait for a slot */
+    const double *x0;     /* global initial states [ntraj][n] */
+    const double *par_in; /* global parameters, row of trajectory g at g * par_stride */
+    int64_t par_stride;
     double *par;    /* [npar][nl] */
     double *x;      /* [n][nl] current state */
     double *tl;     /* [nl] current time per lane */
@@ -27,6 +63,7 @@ struct nh_block {
     double *y;      /* global outputs [ntraj][nt][n] */
     int32_t *status; /* global */
     int64_t *stats;  /* global [ntraj][NH_NSTATS] */
+    int64_t *cnt;    /* [NH_NSTATS][nl] block-local counters, added to stats at the end */
 };
 
 static inline int64_t nh_count_active(const nh_block *b) {
@@ -35,33 +72,112 @@ static inline int64_t nh_count_active(const nh_block *b) {
     return c;
 }
 
-static inline void nh_stat_add(nh_block *b, int64_t l, int k, int64_t v) {
-    b->stats[(b->lane0 + l) * NH_NSTATS + k] += v;
-}
+static inline int64_t *nh_cnt(nh_block *b, int k) { return b->cnt + k * b->nl; }
 
 /* Evaluate the vector field on the block; counts one evaluation for each active lane. */
 static inline int nh_rhs(nh_block *b, const double *t, const double *x, double *out) {
     int rc = b->sys->rhs(b->sys->ctx, t, x, b->par, out, b->nl, b->nl);
-    for (int64_t l = 0; l < b->nl; ++l)
-        if (b->active[l]) nh_stat_add(b, l, NH_STAT_RHS, 1);
+    int64_t *restrict c = nh_cnt(b, NH_STAT_RHS);
+    const unsigned char *restrict act = b->active;
+    for (int64_t l = 0; l < b->nl; ++l) c[l] += act[l];
     return rc;
 }
 
-/* Write the current state of lane l as output row k. */
+/* Stage state: out = x + hu[l] * sum_{j<s} a[j] K[j]   (SoA, n components, nl lanes,
+ * nl a multiple of NH_CHUNK). */
+static inline void nh_stage(int64_t n, int64_t nl, double *restrict out, const double *restrict x,
+                            const double *restrict hu, const double *a, int s, double *const *K) {
+    for (int64_t i = 0; i < n; ++i) {
+        for (int64_t l0 = 0; l0 < nl; l0 += NH_CHUNK) {
+            const int64_t o = i * nl + l0;
+#if NH_HAVE_VEC
+            nh_vec acc = nh_splat(0.0);
+            for (int j = 0; j < s; ++j) acc += a[j] * nh_ld(K[j] + o);
+            nh_st(out + o, nh_ld(x + o) + nh_ld(hu + l0) * acc);
+#else
+            for (int c = 0; c < NH_CHUNK; ++c) {
+                double acc = 0.0;
+                for (int j = 0; j < s; ++j) acc += a[j] * K[j][o + c];
+                out[o + c] = x[o + c] + hu[l0 + c] * acc;
+            }
+#endif
+        }
+    }
+}
+
+/* Chunk sums of the stage derivatives with weights w: acc_c = sum_s w[s] K[s][o + c]. */
+static inline void nh_wsum(double *restrict acc, const double *w, int s, double *const *K, int64_t o) {
+#if NH_HAVE_VEC
+    nh_vec v = nh_splat(0.0);
+    for (int j = 0; j < s; ++j) v += w[j] * nh_ld(K[j] + o);
+    nh_st(acc, v);
+#else
+    for (int c = 0; c < NH_CHUNK; ++c) {
+        double v = 0.0;
+        for (int j = 0; j < s; ++j) v += w[j] * K[j][o + c];
+        acc[c] = v;
+    }
+#endif
+}
+
+/* Write the current state of slot l as output row k of its trajectory. */
 static inline void nh_store(nh_block *b, int64_t l, int64_t k) {
-    double *row = b->y + ((b->lane0 + l) * b->nt + k) * b->n;
+    double *row = b->y + (b->gid[l] * b->nt + k) * b->n;
     for (int64_t i = 0; i < b->n; ++i) row[i] = b->x[i * b->nl + l];
 }
 
-/* Stop lane l with a status code; its outputs from row kout on become NaN. */
-static inline void nh_fail(nh_block *b, int64_t l, int32_t code) {
+/* Slot l is done with its trajectory: hand its counters over and free the slot. */
+static inline void nh_retire(nh_block *b, int64_t l) {
+    for (int k = 0; k < NH_NSTATS; ++k) {
+        b->stats[b->gid[l] * NH_NSTATS + k] = b->cnt[k * b->nl + l];
+        b->cnt[k * b->nl + l] = 0;
+    }
     b->active[l] = 0;
-    b->status[b->lane0 + l] = code;
+    b->gid[l] = -1;
+}
+
+/* Stop slot l with a status code; its outputs from row kout on become NaN. */
+static inline void nh_fail(nh_block *b, int64_t l, int32_t code) {
+    b->status[b->gid[l]] = code;
     for (int64_t k = b->kout[l]; k < b->nt; ++k) {
-        double *row = b->y + ((b->lane0 + l) * b->nt + k) * b->n;
+        double *row = b->y + (b->gid[l] * b->nt + k) * b->n;
         for (int64_t i = 0; i < b->n; ++i) row[i] = NAN;
     }
     b->kout[l] = b->nt;
+    nh_retire(b, l);
+}
+
+/* Put waiting trajectories into idle slots; fresh[l] = 1 for the slots just loaded.
+ * Returns how many were loaded. */
+static inline int64_t nh_refill(nh_block *b, unsigned char *fresh) {
+    int64_t c = 0;
+    for (int64_t l = 0; l < b->nl; ++l) {
+        fresh[l] = 0;
+        if (b->gid[l] >= 0 || b->next >= b->end) continue;
+        const int64_t g = b->next++;
+        b->gid[l] = g;
+        for (int64_t i = 0; i < b->n; ++i) b->x[i * b->nl + l] = b->x0[g * b->n + i];
+        for (int64_t k = 0; k < b->sys->npar; ++k)
+            b->par[k * b->nl + l] = b->par_in[g * b->par_stride + k];
+        b->tl[l] = b->t_eval[0];
+        b->kout[l] = 1;
+        b->status[g] = NH_LANE_OK;
+        nh_store(b, l, 0);
+        b->active[l] = 1;
+        fresh[l] = 1;
+        ++c;
+        if (b->nt < 2) nh_retire(b, l);
+    }
+    return c;
+}
+
+/* Evaluate the vector field on the block, counting the evaluation for the slots in mask. */
+static inline int nh_rhs_for(nh_block *b, const double *t, const double *x, double *out,
+                             const unsigned char *mask) {
+    int rc = b->sys->rhs(b->sys->ctx, t, x, b->par, out, b->nl, b->nl);
+    int64_t *restrict c = nh_cnt(b, NH_STAT_RHS);
+    for (int64_t l = 0; l < b->nl; ++l) c[l] += mask[l];
+    return rc;
 }
 
 /* fin[l] = 1 if every component of v (SoA, m components) is finite in lane l. */

@@ -48,7 +48,8 @@ typedef struct {
 } nh_options;
 
 /*
- * Integrate lanes [lane0, lane0 + nl) of a batch.
+ * Integrate trajectories [lane0, lane0 + count) of a batch through `width` lane slots
+ * (rounded up to a multiple of 8); a slot whose trajectory finishes takes the next one.
  *   t_eval : nt output times, strictly monotonic; t_eval[0] is the initial time
  *   x0     : initial states, row-major [ntraj][n]
  *   par    : parameters, row p of lane l at par[l*par_stride]; par_stride = 0 broadcasts
@@ -59,7 +60,8 @@ typedef struct {
  */
 int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double *t_eval,
                        int64_t nt, const double *x0, const double *par, int64_t par_stride,
-                       int64_t lane0, int64_t nl, double *y, int32_t *status, int64_t *stats);
+                       int64_t lane0, int64_t count, int64_t width, double *y, int32_t *status,
+                       int64_t *stats);
 
 /*
  * Evaluate a kernel on rows [row0, row0 + nrows) of row-major inputs:

@@ -6,7 +6,7 @@
 
 /* ---------------------------------------------------------------- RK4 (fixed step) ---- */
 
-int nh_rk4_step(nh_block *b, double t, double h, double *work, double *dx) {
+NH_CLONES int nh_rk4_step(nh_block *b, double t, double h, double *work, double *dx) {
     const int64_t n = b->n, nl = b->nl, m = n * nl;
     double *k = work, *xs = work + m, *tt = work + 2 * m;
     int rc;
@@ -33,6 +33,11 @@ int nh_rk4_step(nh_block *b, double t, double h, double *work, double *dx) {
 
 /* ------------------------------------------------------- embedded pairs (adaptive) ---- */
 
+/* err^expo for the step-size controller; the DOP853 exponent -1/8 without pow(). */
+static inline double ctrl(double e, double expo) {
+    return expo == -0.125 ? 1.0 / sqrt(sqrt(sqrt(e))) : pow(e, expo);
+}
+
 typedef struct {
     int stages;       /* explicit stages before the FSAL evaluation */
     const double *A;  /* [stages][stages] */
@@ -42,49 +47,44 @@ typedef struct {
 } nh_pair;
 
 /* Per-lane error norm of one trial step; K[s] are the stage derivatives (K[stages] = FSAL). */
-static void err_dopri5(const nh_block *b, double *const *K, const double *x, const double *xn,
-                       const double *h, double *err, double *acc) {
+static void err_dopri5(const nh_block *b, double *const *K, const double *restrict x,
+                       const double *restrict xn, const double *restrict h, double *restrict err) {
     const int64_t n = b->n, nl = b->nl;
     const double rtol = b->opt->rtol, atol = b->opt->atol;
     for (int64_t l = 0; l < nl; ++l) err[l] = 0.0;
     for (int64_t i = 0; i < n; ++i) {
-        for (int64_t l = 0; l < nl; ++l) acc[l] = 0.0;
-        for (int s = 0; s <= DP5_S; ++s) {
-            const double e = DP5_E[s];
-            if (e == 0.0) continue;
-            const double *ks = K[s] + i * nl;
-            for (int64_t l = 0; l < nl; ++l) acc[l] += e * ks[l];
-        }
-        for (int64_t l = 0; l < nl; ++l) {
-            const double sc = atol + rtol * fmax(fabs(x[i * nl + l]), fabs(xn[i * nl + l]));
-            const double r = h[l] * acc[l] / sc;
-            err[l] += r * r;
+        for (int64_t l0 = 0; l0 < nl; l0 += NH_CHUNK) {
+            const int64_t o = i * nl + l0;
+            double acc[NH_CHUNK];
+            nh_wsum(acc, DP5_E, DP5_S + 1, K, o);
+            for (int c = 0; c < NH_CHUNK; ++c) {
+                const double sc = atol + rtol * NH_MAX(fabs(x[o + c]), fabs(xn[o + c]));
+                const double r = h[l0 + c] * acc[c] / sc;
+                err[l0 + c] += r * r;
+            }
         }
     }
     for (int64_t l = 0; l < nl; ++l) err[l] = sqrt(err[l] / (double)n);
 }
 
-static void err_dop853(const nh_block *b, double *const *K, const double *x, const double *xn,
-                       const double *h, double *err, double *acc) {
+static void err_dop853(const nh_block *b, double *const *K, const double *restrict x,
+                       const double *restrict xn, const double *restrict h, double *restrict err,
+                       double *restrict e5) {
     const int64_t n = b->n, nl = b->nl;
     const double rtol = b->opt->rtol, atol = b->opt->atol;
-    double *acc3 = acc + nl, *e5 = acc + 2 * nl;
-    for (int64_t l = 0; l < nl; ++l) err[l] = e5[l] = 0.0; /* err holds the E3 sum here */
+    for (int64_t l = 0; l < nl; ++l) err[l] = e5[l] = 0.0; /* err holds the E3 sum first */
     for (int64_t i = 0; i < n; ++i) {
-        for (int64_t l = 0; l < nl; ++l) acc[l] = acc3[l] = 0.0;
-        for (int s = 0; s < DOP853_S; ++s) {
-            const double w5 = DOP853_E5[s], w3 = DOP853_E3[s];
-            const double *ks = K[s] + i * nl;
-            if (w5 != 0.0)
-                for (int64_t l = 0; l < nl; ++l) acc[l] += w5 * ks[l];
-            if (w3 != 0.0)
-                for (int64_t l = 0; l < nl; ++l) acc3[l] += w3 * ks[l];
-        }
-        for (int64_t l = 0; l < nl; ++l) {
-            const double sc = atol + rtol * fmax(fabs(x[i * nl + l]), fabs(xn[i * nl + l]));
-            const double r5 = acc[l] / sc, r3 = acc3[l] / sc;
-            e5[l] += r5 * r5;
-            err[l] += r3 * r3;
+        for (int64_t l0 = 0; l0 < nl; l0 += NH_CHUNK) {
+            const int64_t o = i * nl + l0;
+            double a5[NH_CHUNK], a3[NH_CHUNK];
+            nh_wsum(a5, DOP853_E5, DOP853_S, K, o);
+            nh_wsum(a3, DOP853_E3, DOP853_S, K, o);
+            for (int c = 0; c < NH_CHUNK; ++c) {
+                const double sc = atol + rtol * NH_MAX(fabs(x[o + c]), fabs(xn[o + c]));
+                const double r5 = a5[c] / sc, r3 = a3[c] / sc;
+                e5[l0 + c] += r5 * r5;
+                err[l0 + c] += r3 * r3;
+            }
         }
     }
     for (int64_t l = 0; l < nl; ++l) {
@@ -93,14 +93,15 @@ static void err_dop853(const nh_block *b, double *const *K, const double *x, con
     }
 }
 
-/* Hairer's starting step (Solving ODEs I, II.4), per lane; f0 = f(t0, x0). */
-static int initial_step(nh_block *b, const nh_pair *p, const double *f0, double dir, double *h,
-                        double *xs, double *f1, double *tt) {
+/* Hairer's starting step (Solving ODEs I, II.4) for the slots in `fresh`; f0 = f(t0, x0).
+ * Uses xs, f1, tt and d (3 nl) as scratch. */
+static int initial_step(nh_block *b, const nh_pair *p, const unsigned char *fresh,
+                        const double *f0, double dir, double *h, double *xs, double *f1,
+                        double *tt, double *d) {
     const int64_t n = b->n, nl = b->nl;
     const double rtol = b->opt->rtol, atol = b->opt->atol;
-    double *d0 = (double *)malloc(sizeof(double) * (size_t)(3 * nl));
-    if (!d0) return NH_ERR_NOMEM;
-    double *d1 = d0 + nl, *d2 = d0 + 2 * nl;
+    double *d0 = d, *d1 = d + nl, *d2 = d + 2 * nl, *h0 = tt; /* tt doubles as h0 until the call */
+    const double span = fabs(b->t_eval[b->nt - 1] - b->t_eval[0]);
     for (int64_t l = 0; l < nl; ++l) d0[l] = d1[l] = d2[l] = 0.0;
     for (int64_t i = 0; i < n; ++i)
         for (int64_t l = 0; l < nl; ++l) {
@@ -112,35 +113,37 @@ static int initial_step(nh_block *b, const nh_pair *p, const double *f0, double 
     for (int64_t l = 0; l < nl; ++l) {
         d0[l] = sqrt(d0[l] / (double)n);
         d1[l] = sqrt(d1[l] / (double)n);
-        h[l] = (d0[l] < 1e-5 || d1[l] < 1e-5) ? 1e-6 : 0.01 * d0[l] / d1[l];
-        const double span = fabs(b->t_eval[b->nt - 1] - b->t_eval[0]);
-        if (h[l] > span) h[l] = span;
-        tt[l] = b->tl[l] + dir * h[l];
+        double hh = (d0[l] < 1e-5 || d1[l] < 1e-5) ? 1e-6 : 0.01 * d0[l] / d1[l];
+        h0[l] = hh > span ? span : hh;
     }
     for (int64_t i = 0; i < n; ++i)
-        for (int64_t l = 0; l < nl; ++l) xs[i * nl + l] = b->x[i * nl + l] + dir * h[l] * f0[i * nl + l];
-    int rc = nh_rhs(b, tt, xs, f1);
-    if (rc == NH_OK) {
-        for (int64_t i = 0; i < n; ++i)
-            for (int64_t l = 0; l < nl; ++l) {
-                const double sc = atol + rtol * fabs(b->x[i * nl + l]);
-                const double c = (f1[i * nl + l] - f0[i * nl + l]) / sc;
-                d2[l] += c * c;
-            }
-        for (int64_t l = 0; l < nl; ++l) {
-            const double dd2 = sqrt(d2[l] / (double)n) / h[l];
-            const double mx = fmax(d1[l], dd2);
-            const double h1 = mx <= 1e-15 ? fmax(1e-6, h[l] * 1e-3) : pow(0.01 / mx, 1.0 / (p->order + 1.0));
-            double hh = fmin(100.0 * h[l], h1);
-            if (!(hh > 0.0) || !isfinite(hh)) hh = h[l];
-            h[l] = dir * hh;
-        }
+        for (int64_t l = 0; l < nl; ++l) xs[i * nl + l] = b->x[i * nl + l] + dir * h0[l] * f0[i * nl + l];
+    for (int64_t l = 0; l < nl; ++l) {
+        d0[l] = h0[l]; /* d0 is free again: keep h0 there */
+        tt[l] = b->tl[l] + dir * h0[l];
     }
-    free(d0);
-    return rc;
+    int rc = nh_rhs_for(b, tt, xs, f1, fresh);
+    if (rc != NH_OK) return rc;
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t l = 0; l < nl; ++l) {
+            const double sc = atol + rtol * fabs(b->x[i * nl + l]);
+            const double c = (f1[i * nl + l] - f0[i * nl + l]) / sc;
+            d2[l] += c * c;
+        }
+    for (int64_t l = 0; l < nl; ++l) {
+        if (!fresh[l]) continue;
+        const double hz = d0[l];
+        const double dd2 = sqrt(d2[l] / (double)n) / hz;
+        const double mx = NH_MAX(d1[l], dd2);
+        const double h1 = mx <= 1e-15 ? NH_MAX(1e-6, hz * 1e-3) : pow(0.01 / mx, 1.0 / (p->order + 1.0));
+        double hh = NH_MIN(100.0 * hz, h1);
+        if (!(hh > 0.0) || !isfinite(hh)) hh = hz;
+        h[l] = dir * hh;
+    }
+    return NH_OK;
 }
 
-int nh_run_adaptive(nh_block *b) {
+NH_CLONES int nh_run_adaptive(nh_block *b) {
     const nh_options *o = b->opt;
     const int dp5 = o->method == NH_DOPRI5;
     nh_pair p;
@@ -154,11 +157,14 @@ int nh_run_adaptive(nh_block *b) {
     const double dir = b->t_eval[b->nt - 1] >= b->t_eval[0] ? 1.0 : -1.0;
     const double expo = -1.0 / (p.order + 1.0);
     const double safety = 0.9, facmin = 0.2, facmax = 10.0;
+    const double hmax = o->hmax > 0.0 ? o->hmax : INFINITY;
+    /* Refill idle slots once a quarter of them (at least one chunk) is idle. */
+    const int64_t refill_at = NH_MAX(NH_CHUNK, nl / 4);
 
     /* K[0..S]: stage derivatives (K[S] = FSAL), xs, xn, then per-lane arrays. */
     const size_t nbuf = (size_t)((S + 3) * m + 9 * nl);
     double *buf = (double *)malloc(sizeof(double) * nbuf);
-    unsigned char *flags = (unsigned char *)malloc((size_t)(2 * nl));
+    unsigned char *flags = (unsigned char *)malloc((size_t)(3 * nl));
     if (!buf || !flags) {
         free(buf);
         free(flags);
@@ -169,28 +175,40 @@ int nh_run_adaptive(nh_block *b) {
     double *xs = buf + (size_t)(S + 1) * m, *xn = xs + m;
     double *h = xn + m, *hu = h + nl, *tt = hu + nl, *err = tt + nl, *acc = err + nl; /* acc: 3 nl */
     double *target = acc + 3 * nl, *hprop = target + nl;
-    unsigned char *hit = flags, *fin = flags + nl;
+    unsigned char *hit = flags, *fin = flags + nl, *fresh = flags + 2 * nl;
+    int rc = NH_OK;
+    int64_t idle = nl;
 
-    int rc = nh_rhs(b, b->tl, b->x, K[0]);
-    if (rc != NH_OK) goto done;
-    nh_finite_lanes(b->x, n, nl, fin);
-    {
-        unsigned char *fin2 = hit;
-        nh_finite_lanes(K[0], n, nl, fin2);
-        for (int64_t l = 0; l < nl; ++l)
-            if (b->active[l] && !(fin[l] && fin2[l])) nh_fail(b, l, NH_LANE_NONFINITE);
-    }
-    if (o->h > 0.0) {
-        for (int64_t l = 0; l < nl; ++l) h[l] = dir * o->h;
-    } else {
-        rc = initial_step(b, &p, K[0], dir, h, xs, K[1], tt);
-        if (rc != NH_OK) goto done;
-    }
-    const double hmax = o->hmax > 0.0 ? o->hmax : INFINITY;
-    for (int64_t l = 0; l < nl; ++l)
-        if (fabs(h[l]) > hmax) h[l] = dir * hmax;
-
-    while (nh_count_active(b) > 0) {
+    for (;;) {
+        /* Load waiting trajectories into idle slots: f(t0, x0) and a starting step. */
+        if (b->next < b->end && (idle >= refill_at || idle == nl)) {
+            if (nh_refill(b, fresh) > 0) {
+                rc = nh_rhs_for(b, b->tl, b->x, K[S], fresh);
+                if (rc != NH_OK) break;
+                for (int64_t i = 0; i < n; ++i)
+                    for (int64_t l = 0; l < nl; ++l)
+                        K[0][i * nl + l] = fresh[l] ? K[S][i * nl + l] : K[0][i * nl + l];
+                nh_finite_lanes(b->x, n, nl, fin);
+                nh_finite_lanes(K[0], n, nl, hit);
+                for (int64_t l = 0; l < nl; ++l)
+                    if (fresh[l] && b->active[l] && !(fin[l] && hit[l])) nh_fail(b, l, NH_LANE_NONFINITE);
+                if (o->h > 0.0) {
+                    for (int64_t l = 0; l < nl; ++l) h[l] = fresh[l] ? dir * o->h : h[l];
+                } else {
+                    rc = initial_step(b, &p, fresh, K[0], dir, h, xs, K[1], tt, acc);
+                    if (rc != NH_OK) break;
+                }
+                for (int64_t l = 0; l < nl; ++l)
+                    if (fresh[l] && fabs(h[l]) > hmax) h[l] = dir * hmax;
+            }
+        }
+        if (nh_count_active(b) == 0) {
+            if (b->next < b->end) {
+                idle = nl;
+                continue;
+            }
+            break;
+        }
         /* Step size of this trial, shortened to land on the next output time. */
         for (int64_t l = 0; l < nl; ++l) {
             hit[l] = 0;
@@ -207,35 +225,18 @@ int nh_run_adaptive(nh_block *b) {
             }
         }
         /* Stages. */
-        for (int s = 1; s < S; ++s) {
-            const double *a = p.A + s * S;
-            for (int64_t i = 0; i < n; ++i) {
-                for (int64_t l = 0; l < nl; ++l) acc[l] = 0.0;
-                for (int j = 0; j < s; ++j) {
-                    if (a[j] == 0.0) continue;
-                    const double *kj = K[j] + i * nl;
-                    for (int64_t l = 0; l < nl; ++l) acc[l] += a[j] * kj[l];
-                }
-                for (int64_t l = 0; l < nl; ++l) xs[i * nl + l] = b->x[i * nl + l] + hu[l] * acc[l];
-            }
-            for (int64_t l = 0; l < nl; ++l) tt[l] = b->tl[l] + p.C[s] * hu[l];
-            rc = nh_rhs(b, tt, xs, K[s]);
+        for (int st = 1; st < S; ++st) {
+            nh_stage(n, nl, xs, b->x, hu, p.A + st * S, st, K);
+            for (int64_t l = 0; l < nl; ++l) tt[l] = b->tl[l] + p.C[st] * hu[l];
+            rc = nh_rhs(b, tt, xs, K[st]);
             if (rc != NH_OK) goto done;
         }
-        for (int64_t i = 0; i < n; ++i) {
-            for (int64_t l = 0; l < nl; ++l) acc[l] = 0.0;
-            for (int j = 0; j < S; ++j) {
-                if (p.B[j] == 0.0) continue;
-                const double *kj = K[j] + i * nl;
-                for (int64_t l = 0; l < nl; ++l) acc[l] += p.B[j] * kj[l];
-            }
-            for (int64_t l = 0; l < nl; ++l) xn[i * nl + l] = b->x[i * nl + l] + hu[l] * acc[l];
-        }
+        nh_stage(n, nl, xn, b->x, hu, p.B, S, K);
         for (int64_t l = 0; l < nl; ++l) tt[l] = hit[l] ? target[l] : b->tl[l] + hu[l];
         rc = nh_rhs(b, tt, xn, K[S]);
         if (rc != NH_OK) goto done;
         if (dp5)
-            err_dopri5(b, K, b->x, xn, hu, err, acc);
+            err_dopri5(b, K, b->x, xn, hu, err);
         else
             err_dop853(b, K, b->x, xn, hu, err, acc);
         nh_finite_lanes(K[S], n, nl, fin);
@@ -243,20 +244,19 @@ int nh_run_adaptive(nh_block *b) {
         /* Accept or reject, lane by lane. */
         for (int64_t l = 0; l < nl; ++l) {
             if (!b->active[l]) continue;
-            const int64_t g = (b->lane0 + l) * NH_NSTATS;
             const double e = err[l];
             const int ok = fin[l] && isfinite(e) && e <= 1.0;
             if (ok) {
-                double fac = e == 0.0 ? facmax : safety * pow(e, expo);
-                fac = fmin(facmax, fmax(facmin, fac));
+                double fac = e == 0.0 ? facmax : safety * ctrl(e, expo);
+                fac = NH_MIN(facmax, NH_MAX(facmin, fac));
                 hprop[l] = hu[l] * fac;
                 if (hit[l] && fabs(hprop[l]) < fabs(h[l])) hprop[l] = h[l];
                 b->tl[l] = tt[l];
-                b->stats[g + NH_STAT_STEPS] += 1;
+                nh_cnt(b, NH_STAT_STEPS)[l] += 1;
             } else {
-                const double fac = (isfinite(e) && fin[l]) ? fmax(facmin, safety * pow(e, expo)) : facmin;
+                const double fac = (isfinite(e) && fin[l]) ? NH_MAX(facmin, safety * ctrl(e, expo)) : facmin;
                 hprop[l] = hu[l] * fac;
-                b->stats[g + NH_STAT_REJECTED] += 1;
+                nh_cnt(b, NH_STAT_REJECTED)[l] += 1;
             }
             h[l] = fabs(hprop[l]) > hmax ? dir * hmax : hprop[l];
             hit[l] = ok ? (unsigned char)(1 + hit[l]) : 0; /* 1: accepted, 2: accepted at output */
@@ -267,22 +267,28 @@ int nh_run_adaptive(nh_block *b) {
                 b->x[i * nl + l] = acc_l ? xn[i * nl + l] : b->x[i * nl + l];
                 K[0][i * nl + l] = acc_l ? K[S][i * nl + l] : K[0][i * nl + l];
             }
+        idle = 0;
         for (int64_t l = 0; l < nl; ++l) {
-            if (!b->active[l]) continue;
-            const int64_t g = (b->lane0 + l) * NH_NSTATS;
+            if (!b->active[l]) {
+                ++idle;
+                continue;
+            }
             if (hit[l] == 2) {
                 nh_store(b, l, b->kout[l]);
                 b->kout[l] += 1;
                 if (b->kout[l] >= b->nt) {
-                    b->active[l] = 0;
+                    nh_retire(b, l);
+                    ++idle;
                     continue;
                 }
             }
-            if (b->stats[g + NH_STAT_STEPS] + b->stats[g + NH_STAT_REJECTED] >= o->max_steps) {
+            if (nh_cnt(b, NH_STAT_STEPS)[l] + nh_cnt(b, NH_STAT_REJECTED)[l] >= o->max_steps) {
                 nh_fail(b, l, NH_LANE_MAX_STEPS);
-            } else if (fabs(h[l]) <= 10.0 * 2.220446049250313e-16 * fmax(fabs(b->tl[l]), 1e-300) ||
+                ++idle;
+            } else if (fabs(h[l]) <= 10.0 * 2.220446049250313e-16 * NH_MAX(fabs(b->tl[l]), 1e-300) ||
                        fabs(h[l]) < 1e-300) {
                 nh_fail(b, l, NH_LANE_STEP_UNDERFLOW);
+                ++idle;
             }
         }
     }

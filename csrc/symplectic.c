@@ -41,7 +41,7 @@ int64_t nh_fixed_work(int method, int64_t n, int64_t nl) {
 
 /* ------------------------------------------------------------------- leapfrog ---- */
 
-int nh_leapfrog_step(nh_block *b, double t, double h, double *work, double *dx, int *fresh) {
+NH_CLONES int nh_leapfrog_step(nh_block *b, double t, double h, double *work, double *dx, int *fresh) {
     const int64_t n = b->n, nl = b->nl, m = n * nl, k = b->sys->split;
     double *g0 = work, *f = work + m, *xs = work + 2 * m, *tt = work + 3 * m;
     int rc;
@@ -75,13 +75,14 @@ int nh_leapfrog_step(nh_block *b, double t, double h, double *work, double *dx, 
 
 /* -------------------------------------------------------------- Gauss-Legendre ---- */
 
-int nh_gauss_step(nh_block *b, int s, double t, double h, double *work, double *dx,
+NH_CLONES int nh_gauss_step(nh_block *b, int s, double t, double h, double *work, double *dx,
                   unsigned char *ok) {
     const int64_t n = b->n, nl = b->nl, m = n * nl;
     const double *A = s == 1 ? GL1_A : s == 2 ? GL2_A : GL3_A;
     const double *B = s == 1 ? GL1_B : s == 2 ? GL2_B : GL3_B;
     const double *C = s == 1 ? GL1_C : s == 2 ? GL2_C : GL3_C;
     double *Z = work, *K = work + s * m, *xs = work + 2 * s * m;
+    double *const Ks[3] = {K, K + m, K + 2 * m};
     double *tt = xs + m, *dmax = tt + nl, *xmax = dmax + nl, *dprev = xmax + nl;
     unsigned char *conv = ok; /* 1: lane finished iterating (frozen); ends as the ok flag */
     const double tol = b->opt->tol;
@@ -93,7 +94,7 @@ int nh_gauss_step(nh_block *b, int s, double t, double h, double *work, double *
         xmax[l] = 0.0;
     }
     for (int64_t i = 0; i < n; ++i)
-        for (int64_t l = 0; l < nl; ++l) xmax[l] = fmax(xmax[l], fabs(b->x[i * nl + l]));
+        for (int64_t l = 0; l < nl; ++l) xmax[l] = NH_MAX(xmax[l], fabs(b->x[i * nl + l]));
     for (int64_t i = 0; i < m; ++i) dx[i] = 0.0;
 
     for (int64_t l = 0; l < nl; ++l) dprev[l] = INFINITY;
@@ -102,25 +103,33 @@ int nh_gauss_step(nh_block *b, int s, double t, double h, double *work, double *
         for (int st = 0; st < s; ++st) {
             for (int64_t i = 0; i < m; ++i) xs[i] = b->x[i] + Z[st * m + i];
             for (int64_t l = 0; l < nl; ++l) tt[l] = t + C[st] * h;
-            rc = nh_rhs(b, tt, xs, K + st * m);
+            /* count the evaluation only for lanes still iterating: a lane's statistics
+             * must not depend on the other lanes of its block */
+            rc = b->sys->rhs(b->sys->ctx, tt, xs, b->par, K + st * m, nl, nl);
             if (rc != NH_OK) return rc;
+            int64_t *restrict cr = nh_cnt(b, NH_STAT_RHS);
+            for (int64_t l = 0; l < nl; ++l) cr[l] += !conv[l];
         }
         for (int64_t l = 0; l < nl; ++l) dmax[l] = 0.0;
         for (int st = 0; st < s; ++st)
             for (int64_t i = 0; i < n; ++i)
-                for (int64_t l = 0; l < nl; ++l) {
-                    double z = 0.0;
-                    for (int j = 0; j < s; ++j) z += A[st * s + j] * K[j * m + i * nl + l];
-                    z *= h;
-                    const int64_t q = st * m + i * nl + l;
-                    const double d = fabs(z - Z[q]);
-                    dmax[l] = d > dmax[l] ? d : (d != d ? d : dmax[l]); /* NaN propagates */
-                    Z[q] = conv[l] ? Z[q] : z;
+                for (int64_t l0 = 0; l0 < nl; l0 += NH_CHUNK) {
+                    const int64_t o = i * nl + l0;
+                    double z[NH_CHUNK];
+                    nh_wsum(z, A + st * s, s, Ks, o);
+                    double *restrict zq = Z + st * m + o;
+                    for (int c = 0; c < NH_CHUNK; ++c) {
+                        const double zc = h * z[c];
+                        const double d = fabs(zc - zq[c]);
+                        double *dm = dmax + l0 + c;
+                        *dm = d > *dm ? d : (d != d ? d : *dm); /* NaN propagates */
+                        zq[c] = conv[l0 + c] ? zq[c] : zc;
+                    }
                 }
         int64_t left = 0;
         for (int64_t l = 0; l < nl; ++l) {
             if (conv[l]) continue;
-            nh_stat_add(b, l, NH_STAT_ITER, 1);
+            nh_cnt(b, NH_STAT_ITER)[l] += 1;
             /* Within tolerance, keep iterating while the update still shrinks (it then stops
              * at round-off level, so no systematic iteration error accumulates over steps). */
             const int small = dmax[l] <= tol * (1.0 + xmax[l]);
@@ -148,7 +157,7 @@ int nh_gauss_step(nh_block *b, int s, double t, double h, double *work, double *
 
 /* ------------------------------------------------------------ fixed-step driver ---- */
 
-int nh_run_fixed(nh_block *b) {
+NH_CLONES int nh_run_fixed(nh_block *b) {
     const nh_options *o = b->opt;
     const int64_t n = b->n, nl = b->nl, m = n * nl;
     const double h = o->h;
@@ -212,7 +221,7 @@ int nh_run_fixed(nh_block *b) {
             nh_finite_lanes(b->x, n, nl, fin);
             for (int64_t l = 0; l < nl; ++l) {
                 if (!b->active[l]) continue;
-                nh_stat_add(b, l, NH_STAT_STEPS, 1);
+                nh_cnt(b, NH_STAT_STEPS)[l] += 1;
                 if (!ok[l])
                     nh_fail(b, l, NH_LANE_NOT_CONVERGED);
                 else if (!fin[l])
@@ -224,6 +233,7 @@ int nh_run_fixed(nh_block *b) {
             b->tl[l] = b->t_eval[k];
             nh_store(b, l, k);
             b->kout[l] = k + 1;
+            if (k + 1 == b->nt) nh_retire(b, l);
         }
     }
     free(buf);

@@ -41,8 +41,8 @@ cdef extern from "nh_core.h":
     int NH_NSTATS
     int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double *t_eval,
                            int64_t nt, const double *x0, const double *par, int64_t par_stride,
-                           int64_t lane0, int64_t nl, double *y, int32_t *status,
-                           int64_t *stats) noexcept nogil
+                           int64_t lane0, int64_t count, int64_t width, double *y,
+                           int32_t *status, int64_t *stats) noexcept nogil
     int nh_eval_rows(nh_kernel_fn fn, void *ctx, int64_t nin, int64_t nout, int64_t npar,
                      const double *t, const double *x, const double *par, int64_t par_stride,
                      int64_t rows_per_par, int64_t row0, int64_t nrows, double *out,
@@ -148,12 +148,15 @@ def integrate_batch(object rhs, object ctx, int64_t n, int64_t npar, int64_t spl
                     double tol, int64_t max_iter, int threads=1, int64_t block=64):
     """Integrate every lane of a batch; see ``nhfast.integrate`` for the meaning of each field.
 
-    ``par`` has one row per lane, or a single row that is broadcast.
+    ``par`` has one row per lane, or a single row that is broadcast. The batch is cut into
+    ranges of trajectories, spread over the threads; each range runs through ``block`` lane
+    slots, a slot taking the range's next trajectory when its own one finishes. Every
+    trajectory's arithmetic is its own, so results do not depend on threads or ranges.
     """
     cdef nh_system sys
     cdef nh_options opt
     cdef int64_t ntraj = x0.shape[0], nt = t_eval.shape[0]
-    cdef int64_t nblocks, b, lane0, nl, par_stride
+    cdef int64_t nranges, size, b, lane0, nl, par_stride
     cdef const double *pp = NULL
     if x0.shape[1] != n:
         raise ValueError(f"x0 has {x0.shape[1]} columns, the system has {n} states")
@@ -183,18 +186,20 @@ def integrate_batch(object rhs, object ctx, int64_t n, int64_t npar, int64_t spl
     par_stride = 0 if par.shape[0] == 1 else npar
     if npar > 0:
         pp = &par[0, 0]
-    nblocks = (ntraj + block - 1) // block
-    cdef int[::1] rcs = _codes(nblocks)
+    nranges = min((ntraj + block - 1) // block, 8 * threads)
+    size = (ntraj + nranges - 1) // nranges
+    nranges = (ntraj + size - 1) // size
+    cdef int[::1] rcs = _codes(nranges)
     if ctx is not None:
         threads = 1  # Python kernels hold the GIL: threads would only contend for it
     with nogil:
-        for b in prange(nblocks, num_threads=threads, schedule="dynamic", chunksize=1):
-            lane0 = b * block
+        for b in prange(nranges, num_threads=threads, schedule="dynamic", chunksize=1):
+            lane0 = b * size
             nl = ntraj - lane0
-            if nl > block:
-                nl = block
+            if nl > size:
+                nl = size
             rcs[b] = nh_integrate_block(&sys, &opt, &t_eval[0], nt, &x0[0, 0], pp, par_stride,
-                                        lane0, nl, &y[0, 0, 0], &status[0], &stats[0, 0])
+                                        lane0, nl, block, &y[0, 0, 0], &status[0], &stats[0, 0])
     _check(rcs, ctx)
 
 
