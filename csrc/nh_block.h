@@ -11,11 +11,11 @@
 
 #include "nh_core.h"
 
-/* Hot loops are compiled twice on x86-64 Linux (glibc ifunc): AVX2 and the baseline. No FMA
- * contraction is enabled, so both clones give the same bits. */
+/* Hot loops are compiled for AVX-512, AVX2 and the baseline on x86-64 Linux (glibc ifunc). No FMA
+ * contraction is enabled, so every clone gives the same bits. */
 #if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && \
     !defined(NH_NO_CLONES)
-#define NH_CLONES __attribute__((target_clones("avx2", "default")))
+#define NH_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define NH_CLONES
 #endif
@@ -83,26 +83,38 @@ static inline int nh_rhs(nh_block *b, const double *t, const double *x, double *
     return rc;
 }
 
-/* Stage state: out = x + hu[l] * sum_{j<s} a[j] K[j]   (SoA, n components, nl lanes,
- * nl a multiple of NH_CHUNK). */
+/* Stage state: out = x + hu[l] * sum_j a[j] K[idx[j]] over the `s` nonzero coefficients
+ * (SoA, n components, nl lanes, nl a multiple of NH_CHUNK). */
 static inline void nh_stage(int64_t n, int64_t nl, double *restrict out, const double *restrict x,
-                            const double *restrict hu, const double *a, int s, double *const *K) {
+                            const double *restrict hu, const double *a, const int *idx, int s,
+                            double *const *K) {
     for (int64_t i = 0; i < n; ++i) {
         for (int64_t l0 = 0; l0 < nl; l0 += NH_CHUNK) {
             const int64_t o = i * nl + l0;
 #if NH_HAVE_VEC
             nh_vec acc = nh_splat(0.0);
-            for (int j = 0; j < s; ++j) acc += a[j] * nh_ld(K[j] + o);
+            for (int j = 0; j < s; ++j) acc += a[j] * nh_ld(K[idx[j]] + o);
             nh_st(out + o, nh_ld(x + o) + nh_ld(hu + l0) * acc);
 #else
             for (int c = 0; c < NH_CHUNK; ++c) {
                 double acc = 0.0;
-                for (int j = 0; j < s; ++j) acc += a[j] * K[j][o + c];
+                for (int j = 0; j < s; ++j) acc += a[j] * K[idx[j]][o + c];
                 out[o + c] = x[o + c] + hu[l0 + c] * acc;
             }
 #endif
         }
     }
+}
+
+/* Nonzero entries of a dense coefficient row w[0..s-1]: values to a, positions to idx. */
+static inline int nh_sparse_row(const double *w, int s, double *a, int *idx) {
+    int c = 0;
+    for (int j = 0; j < s; ++j)
+        if (w[j] != 0.0) {
+            a[c] = w[j];
+            idx[c++] = j;
+        }
+    return c;
 }
 
 /* Chunk sums of the stage derivatives with weights w: acc_c = sum_s w[s] K[s][o + c]. */

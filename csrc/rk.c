@@ -177,6 +177,11 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
     double *target = acc + 3 * nl, *hprop = target + nl;
     unsigned char *hit = flags, *fin = flags + nl, *fresh = flags + 2 * nl;
     int rc = NH_OK;
+    /* Nonzero coefficients of each row of A and of B (DOP853's A is one third zeros). */
+    double ca[13][13];
+    int ia[13][13], na[13];
+    for (int st = 1; st < S; ++st) na[st] = nh_sparse_row(p.A + st * S, st, ca[st], ia[st]);
+    na[S] = nh_sparse_row(p.B, S, ca[S], ia[S]);
     int64_t idle = nl;
 
     for (;;) {
@@ -226,12 +231,12 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
         }
         /* Stages. */
         for (int st = 1; st < S; ++st) {
-            nh_stage(n, nl, xs, b->x, hu, p.A + st * S, st, K);
+            nh_stage(n, nl, xs, b->x, hu, ca[st], ia[st], na[st], K);
             for (int64_t l = 0; l < nl; ++l) tt[l] = b->tl[l] + p.C[st] * hu[l];
             rc = nh_rhs(b, tt, xs, K[st]);
             if (rc != NH_OK) goto done;
         }
-        nh_stage(n, nl, xn, b->x, hu, p.B, S, K);
+        nh_stage(n, nl, xn, b->x, hu, ca[S], ia[S], na[S], K);
         for (int64_t l = 0; l < nl; ++l) tt[l] = hit[l] ? target[l] : b->tl[l] + hu[l];
         rc = nh_rhs(b, tt, xn, K[S]);
         if (rc != NH_OK) goto done;
