@@ -1,0 +1,5 @@
+import sys
+
+from nhfast.cli import main
+
+sys.exit(main())
