@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
+import subprocess
+import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -65,26 +67,31 @@ def test_key_depends_on_source_and_flags(cache, monkeypatch):
     assert _jit.cache_key(a)[0] != k1
 
 
-def _race_worker(cache_dir: str, tag: float, q) -> None:
-    os.environ["NHFAST_CACHE_DIR"] = cache_dir
-    import nhfast as nh_
-
-    vf = _fresh_system(tag)
-    res = nh_.integrate(vf, [1.0, 0.0], [0.0, 1.0], method="rk4", h=0.01, observables=False)
-    q.put((str(vf.compile(()).path), float(res.y[0, -1, 0])))
+_RACE = """
+import sys, time
+import sympy as sp
+import nhfast as nh
+start = float(sys.argv[1])
+x, v = sp.symbols("x v")
+vf = nh.VectorField([x, v], [v, -sp.Float(2.125) * x - v**3])
+time.sleep(max(0.0, start - time.time()))  # both processes compile at the same moment
+res = nh.integrate(vf, [1.0, 0.0], [0.0, 1.0], method="rk4", h=0.01, observables=False)
+print(vf.compile(()).path, repr(float(res.y[0, -1, 0])))
+"""
 
 
 def test_two_processes_racing_on_one_key(cache):
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    procs = [ctx.Process(target=_race_worker, args=(str(cache), 2.125, q)) for _ in range(2)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
-    got = [q.get(timeout=10) for _ in procs]
-    assert got[0] == got[1]
+    env = {**os.environ, "NHFAST_CACHE_DIR": str(cache)}
+    start = str(time.time() + 3.0)
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _RACE, start], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]  # fmt: skip
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (_, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+    assert outs[0][0] == outs[1][0]  # same entry, same numbers
     assert len(_entries(cache)) == 1
     assert _jit._valid(_entries(cache)[0])
     assert not [p for p in cache.iterdir() if p.name.startswith(".tmp")]
@@ -132,14 +139,23 @@ def test_missing_compiler_falls_back_to_numpy_with_one_warning(cache, monkeypatc
     monkeypatch.setattr(_jit, "_warned_no_compiler", False)
     vf = _fresh_system(4.5)
     with pytest.warns(nh.BackendWarning):
-        res = nh.integrate(vf, [1.0, 0.0], np.linspace(0, 2, 5), method="dop853", rtol=1e-11, atol=1e-12)
+        res = nh.integrate(
+            vf, [1.0, 0.0], np.linspace(0, 2, 5), method="dop853", rtol=1e-11, atol=1e-12
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         vf2 = _fresh_system(4.75)
         nh.integrate(vf2, [1.0, 0.0], [0.0, 1.0], method="rk4", h=0.1)
     assert vf.compile(()).backend == "numpy"
     monkeypatch.delenv("CC")
-    ref = nh.integrate(_fresh_system(4.5), [1.0, 0.0], np.linspace(0, 2, 5), method="dop853", rtol=1e-11, atol=1e-12)
+    ref = nh.integrate(
+        _fresh_system(4.5),
+        [1.0, 0.0],
+        np.linspace(0, 2, 5),
+        method="dop853",
+        rtol=1e-11,
+        atol=1e-12,
+    )
     assert np.allclose(res.y, ref.y, rtol=0, atol=1e-13)
     assert not list(cache.glob("k*")) or all(_jit._valid(p) for p in _entries(cache))
 
@@ -152,8 +168,13 @@ def test_numpy_backend_every_method_and_companion(monkeypatch, kepler):
     for m in nh.METHODS:
         a = nh.integrate(ham, x0, [0.0, 0.5, 1.0], method=m, h=0.05)
         monkeypatch.setenv("NHFAST_BACKEND", "c")
-        b = nh.integrate(kepler.__class__([x, y], [px, py], kepler.H, observables={"L": x * py - y * px}),
-                         x0, [0.0, 0.5, 1.0], method=m, h=0.05)
+        b = nh.integrate(
+            kepler.__class__([x, y], [px, py], kepler.H, observables={"L": x * py - y * px}),
+            x0,
+            [0.0, 0.5, 1.0],
+            method=m,
+            h=0.05,
+        )
         monkeypatch.setenv("NHFAST_BACKEND", "numpy")
         assert np.allclose(a.y, b.y, rtol=0, atol=1e-12), m
         assert np.allclose(a.observables["L"], b.observables["L"], atol=1e-12)
