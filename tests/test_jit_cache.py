@@ -84,8 +84,9 @@ def test_two_processes_racing_on_one_key(cache):
     env = {**os.environ, "NHFAST_CACHE_DIR": str(cache)}
     start = str(time.time() + 3.0)
     procs = [
+        # cwd outside the source tree: "python -c" puts cwd first on sys.path
         subprocess.Popen([sys.executable, "-c", _RACE, start], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True, cwd=cache.parent)
         for _ in range(2)
     ]  # fmt: skip
     outs = [p.communicate(timeout=300) for p in procs]
