@@ -6,13 +6,14 @@ core; ``integrate`` loads it on first use.
 
 from nhfast.errors import BackendWarning, CompilationError, IntegrationError, IntegrationWarning
 from nhfast.integrate import METHODS, STATUS, IntegrationResult, integrate
-from nhfast.vectorfield import HamiltonianSystem, VectorField
+from nhfast.vectorfield import HamiltonianSystem, LinearSolve, VectorField
 
 __version__ = "0.1.0"
 
 __all__ = [
     "VectorField",
     "HamiltonianSystem",
+    "LinearSolve",
     "integrate",
     "IntegrationResult",
     "METHODS",

@@ -10,9 +10,79 @@ import numpy as np
 import sympy as sp
 
 from nhfast.codegen import KernelSet
+from nhfast.codegen.ckernels import DerivSpec, SolveSpec
 
 #: Kernel families a compiled system may carry besides the vector field itself.
 COMPANIONS = ("jacobian", "divergence", "observables", "dHdq", "dHdp")
+
+
+@dataclass(frozen=True)
+class LinearSolve:
+    """Auxiliary unknowns defined by a linear system, solved numerically in the kernels.
+
+    The right-hand side (and observables) of a :class:`VectorField` may use ``unknowns``;
+    the generated code computes ``matrix`` and ``rhs`` lane by lane and solves
+    ``matrix @ unknowns = rhs`` (Cholesky when ``spd``, else LU with partial pivoting), so
+    no symbolic inverse is ever formed. A lane whose matrix is singular (or not positive
+    definite) gets NaN, which the integrators report as a non-finite state.
+
+    Parameters
+    ----------
+    unknowns : sequence of sympy.Symbol
+    matrix : sympy.Matrix
+        Square, of the size of ``unknowns``; may use states, params, time and the unknowns
+        of earlier solves.
+    rhs : sequence of sympy.Expr
+    spd : bool
+        The matrix is symmetric positive definite (a kinetic-energy metric, say).
+    """
+
+    unknowns: Sequence[sp.Symbol]
+    matrix: Any
+    rhs: Sequence[sp.Expr]
+    spd: bool = True
+
+
+def _solve_specs(solves: Sequence[Any], known: set) -> list[SolveSpec]:
+    """Validate the user's solves (anything with unknowns/matrix/rhs) in order."""
+    specs = []
+    known = set(known)
+    for k, ls in enumerate(solves):
+        try:
+            unknowns, matrix, rhs = ls.unknowns, ls.matrix, ls.rhs
+        except AttributeError:
+            raise TypeError(
+                f"solves[{k}] must have unknowns, matrix and rhs (a LinearSolve)"
+            ) from None
+        unknowns = _symbols(unknowns, f"solves[{k}].unknowns")
+        r = len(unknowns)
+        mat = sp.Matrix(matrix)
+        if mat.shape != (r, r):
+            raise ValueError(
+                f"solves[{k}].matrix must be {r}x{r} for {r} unknowns, got {mat.shape}"
+            )
+        rhs = _exprs(rhs, f"solves[{k}].rhs")
+        if len(rhs) != r:
+            raise ValueError(f"solves[{k}].rhs has {len(rhs)} entries for {r} unknowns")
+        clash = set(unknowns) & known
+        if clash:
+            names = ", ".join(sorted(map(str, clash)))
+            raise ValueError(
+                f"solves[{k}].unknowns reuse states, params or earlier unknowns: {names}"
+            )
+        used = set().union(*(sp.sympify(e).free_symbols for e in [*mat, *rhs]))
+        missing = used - known
+        if missing:
+            names = ", ".join(sorted(map(str, missing)))
+            raise ValueError(
+                f"solves[{k}] uses symbols that are neither states, params, time nor earlier "
+                f"unknowns: {names}"
+            )
+        specs.append(
+            SolveSpec(tuple(unknowns), tuple(mat), tuple(rhs), bool(getattr(ls, "spd", True)))
+        )
+        known |= set(unknowns)
+    return specs
 
 
 def _symbols(arg: Any, name: str) -> list[sp.Symbol]:
@@ -21,10 +91,14 @@ def _symbols(arg: Any, name: str) -> list[sp.Symbol]:
     try:
         items = list(arg)
     except TypeError:
-        raise TypeError(f"{name} must be a sequence of sympy Symbols, got {type(arg).__name__}") from None
+        raise TypeError(
+            f"{name} must be a sequence of sympy Symbols, got {type(arg).__name__}"
+        ) from None
     for s in items:
         if not isinstance(s, sp.Symbol):
-            raise TypeError(f"{name} must contain sympy Symbols only, got {s!r} ({type(s).__name__})")
+            raise TypeError(
+                f"{name} must contain sympy Symbols only, got {s!r} ({type(s).__name__})"
+            )
     if len(set(items)) != len(items):
         dup = sorted({str(s) for s in items if items.count(s) > 1})
         raise ValueError(f"{name} lists a symbol more than once: {', '.join(dup)}")
@@ -66,6 +140,9 @@ class VectorField:
         (positions). Needed by ``method="leapfrog"``.
     name : str, optional
         Label used in reports.
+    solves : sequence of LinearSolve, optional
+        Auxiliary unknowns (velocities from momenta, say) that ``rhs`` and ``observables``
+        may use, solved numerically in the generated code.
 
     Raises
     ------
@@ -81,6 +158,7 @@ class VectorField:
     time: sp.Symbol | None = None
     split: int | None = None
     name: str = "system"
+    solves: Sequence[Any] = ()
     _compiled: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -101,14 +179,20 @@ class VectorField:
             if not isinstance(k, str) or not k.isidentifier():
                 raise ValueError(f"observables: names must be identifiers, got {k!r}")
         self.observables = dict(zip(obs, _exprs(obs.values(), "observables"), strict=True))
-        known = set(self.states) | set(self.params) | ({self.time} if self.time is not None else set())
+        known = (
+            set(self.states) | set(self.params) | ({self.time} if self.time is not None else set())
+        )
+        self._solve_specs = _solve_specs(list(self.solves), known)
+        self.solves = tuple(self.solves)
+        for sv in self._solve_specs:
+            known |= set(sv.unknowns)
         for label, exprs in (("rhs", self.rhs), ("observables", list(self.observables.values()))):
             missing = set().union(*(e.free_symbols for e in exprs)) - known if exprs else set()
             if missing:
                 names = ", ".join(sorted(map(str, missing)))
                 raise ValueError(
                     f"{label} uses symbols that are neither states, params nor time: {names} "
-                    "(add them to params=)"
+                    "(add them to params=, or define them by solves=)"
                 )
         if self.split is not None and not (0 < int(self.split) < len(self.states)):
             raise ValueError(f"split must lie in 1..{len(self.states) - 1}, got {self.split}")
@@ -122,13 +206,54 @@ class VectorField:
     def n_params(self) -> int:
         return len(self.params)
 
+    def _no_solves(self, what: str) -> None:
+        if self._solve_specs:
+            raise ValueError(
+                f"the symbolic {what} of a system with solves= involves the solves' inverse "
+                f"matrices; evaluate it numerically with evaluate({what!r}, ...)"
+            )
+
     def jacobian(self) -> sp.Matrix:
-        """Jacobian matrix df_i/dx_j."""
+        """Jacobian matrix df_i/dx_j (systems without ``solves``)."""
+        self._no_solves("jacobian")
         return sp.Matrix(self.rhs).jacobian(sp.Matrix(self.states))
 
     def divergence(self) -> sp.Expr:
-        """Divergence sum_i df_i/dx_i (with respect to the coordinate volume)."""
+        """Divergence sum_i df_i/dx_i with respect to the coordinate volume (no ``solves``)."""
+        self._no_solves("divergence")
         return sp.Add(*[sp.diff(f, x) for f, x in zip(self.rhs, self.states, strict=True)])
+
+    def _total_derivatives(self) -> tuple[list[DerivSpec], Any]:
+        """Derivative solves and the total derivative D_j through the solves' unknowns.
+
+        du_k/dx_j solves K_k du_k/dx_j = D_j b_k - (D_j K_k) u_k, where D_j differentiates
+        through the unknowns of earlier solves.
+        """
+        n = self.n_state
+        derivs: list[DerivSpec] = []
+        chain: list[tuple[sp.Symbol, list[sp.Symbol]]] = []  # unknown -> [du/dx_j]
+
+        def D(e: sp.Expr, j: int) -> sp.Expr:
+            e = sp.sympify(e)
+            out = sp.diff(e, self.states[j])
+            for u, du in chain:
+                if u in e.free_symbols:
+                    out += sp.diff(e, u) * du[j]
+            return out
+
+        for k, sv in enumerate(self._solve_specs):
+            r = sv.r
+            syms = [[sp.Symbol(f"nh_d{k}_{a}_{j}") for j in range(n)] for a in range(r)]
+            K = sp.Matrix(r, r, list(sv.matrix))
+            u = sp.Matrix(sv.unknowns)
+            cols = []
+            for j in range(n):
+                dK = K.applyfunc(lambda e, j=j: D(e, j))
+                col = sp.Matrix([D(b, j) for b in sv.rhs]) - dK * u
+                cols.append(tuple(col))
+            derivs.append(DerivSpec(tuple(map(tuple, syms)), tuple(cols)))
+            chain += [(sv.unknowns[a], syms[a]) for a in range(r)]
+        return derivs, D
 
     def separability(self) -> str | None:
         """Why ``leapfrog`` does not apply, or None when the system is partitioned-separable."""
@@ -153,7 +278,7 @@ class VectorField:
         augmented system is partitioned too: (a, rows of M for a) then (b, rows of M for b).
         """
         n = self.n_state
-        J = self.jacobian()
+        J = self.jacobian()  # raises for systems with solves
         M = sp.Matrix(n, n, lambda i, j: sp.Symbol(f"M_{i}_{j}"))
         taken = {str(s) for s in [*self.states, *self.params]}
         if any(str(s) in taken for s in M):
@@ -217,18 +342,36 @@ class VectorField:
     def kernel_set(self, companions: Iterable[str] = ()) -> KernelSet:
         """Expressions of the vector field and the requested companion kernels."""
         kernels: dict[str, list[sp.Expr]] = {"rhs": list(self.rhs)}
+        companions = list(companions)
+        derivs: list[DerivSpec] = []
+        need: set[str] = set()
+        D = None
+        if self._solve_specs and {"jacobian", "divergence"} & set(companions):
+            derivs, D = self._total_derivatives()
+        n = self.n_state
         for c in companions:
             if c == "jacobian":
-                kernels[c] = list(self.jacobian())
+                if D is None:
+                    kernels[c] = list(self.jacobian())
+                else:
+                    kernels[c] = [D(f, j) for f in self.rhs for j in range(n)]
+                    need.add(c)
             elif c == "divergence":
-                kernels[c] = [self.divergence()]
+                if D is None:
+                    kernels[c] = [self.divergence()]
+                else:
+                    kernels[c] = [sp.Add(*[D(f, i) for i, f in enumerate(self.rhs)])]
+                    need.add(c)
             elif c == "observables":
                 kernels[c] = list(self.observables.values())
             elif c in ("dHdq", "dHdp"):
                 raise ValueError(f"companion {c!r} exists only for a HamiltonianSystem")
             else:
                 raise ValueError(f"unknown companion {c!r}; known: {', '.join(COMPANIONS)}")
-        return KernelSet(self.states, self.params, self.time, kernels, n_q=0)
+        return KernelSet(
+            self.states, self.params, self.time, kernels, n_q=0,
+            solves=self._solve_specs, derivs=derivs, needs_derivs=frozenset(need),
+        )  # fmt: skip
 
     # ------------------------------------------------------------------- numeric ----
     def compile(self, companions: Iterable[str] = ("observables", "divergence")):
@@ -294,13 +437,21 @@ class HamiltonianSystem(VectorField):
         q = _symbols(q, "q")
         p = _symbols(p, "p")
         if len(q) != len(p) or not q:
-            raise ValueError(f"q and p must be non-empty and of equal length, got {len(q)} and {len(p)}")
+            raise ValueError(
+                f"q and p must be non-empty and of equal length, got {len(q)} and {len(p)}"
+            )
         (H,) = _exprs([H], "H")
         self.q, self.p, self.H = q, p, H
         rhs = [sp.diff(H, pi) for pi in p] + [-sp.diff(H, qi) for qi in q]
         obs = {"energy": H, **dict(observables or {})}
         super().__init__(
-            states=[*q, *p], rhs=rhs, params=params, observables=obs, time=time, split=len(q), name=name
+            states=[*q, *p],
+            rhs=rhs,
+            params=params,
+            observables=obs,
+            time=time,
+            split=len(q),
+            name=name,
         )
 
     def kernel_set(self, companions: Iterable[str] = ()) -> KernelSet:
@@ -311,4 +462,7 @@ class HamiltonianSystem(VectorField):
             kernels["dHdq"] = [sp.diff(self.H, qi) for qi in self.q]
         if "dHdp" in companions:
             kernels["dHdp"] = [sp.diff(self.H, pi) for pi in self.p]
-        return KernelSet(ks.states, ks.params, ks.time, kernels, n_q=len(self.q))
+        return KernelSet(
+            ks.states, ks.params, ks.time, kernels, n_q=len(self.q),
+            solves=ks.solves, derivs=ks.derivs, needs_derivs=ks.needs_derivs,
+        )  # fmt: skip

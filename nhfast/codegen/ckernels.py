@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib.resources import files
 
 import sympy as sp
 from sympy.printing.c import C99CodePrinter
@@ -80,6 +81,36 @@ class _Printer(C99CodePrinter):
         return super()._print_Pow(expr)
 
 
+@dataclass(frozen=True)
+class SolveSpec:
+    """Auxiliary unknowns u with ``matrix * u = rhs``, solved numerically in the kernel.
+
+    ``matrix`` (row-major, r*r entries) and ``rhs`` may use states, params, time and the
+    unknowns of earlier solves. ``spd`` selects Cholesky (symmetric positive definite) over
+    LU with partial pivoting.
+    """
+
+    unknowns: tuple[sp.Symbol, ...]
+    matrix: tuple[sp.Expr, ...]
+    rhs: tuple[sp.Expr, ...]
+    spd: bool = True
+
+    @property
+    def r(self) -> int:
+        return len(self.unknowns)
+
+
+@dataclass(frozen=True)
+class DerivSpec:
+    """Derivatives du/dx_j of a solve's unknowns: ``matrix * du[:, j] = columns[j]``.
+
+    ``symbols[a][j]`` stands for du_a/dx_j in the expressions of later phases.
+    """
+
+    symbols: tuple[tuple[sp.Symbol, ...], ...]
+    columns: tuple[tuple[sp.Expr, ...], ...]
+
+
 @dataclass
 class KernelSet:
     """The expressions of one system, ready to be turned into kernels.
@@ -94,6 +125,12 @@ class KernelSet:
         Output expressions of each kernel family (keys from ``nhfast._abi.SYMBOL``).
     n_q : int
         Number of positions for Hamiltonian systems (0 otherwise).
+    solves : sequence of SolveSpec
+        Linear systems solved, in order, before the outputs are computed.
+    derivs : sequence of DerivSpec, optional
+        One per solve: the derivative solves needed by the kernels in ``needs_derivs``.
+    needs_derivs : frozenset of str
+        Kernel families whose expressions use the derivative symbols.
     """
 
     states: Sequence[sp.Symbol]
@@ -101,21 +138,96 @@ class KernelSet:
     time: sp.Symbol | None
     kernels: Mapping[str, Sequence[sp.Expr]]
     n_q: int = 0
+    solves: Sequence[SolveSpec] = ()
+    derivs: Sequence[DerivSpec] = ()
+    needs_derivs: frozenset = frozenset()
     n_obs: int = field(init=False)
 
     def __post_init__(self) -> None:
         unknown = set(self.kernels) - set(SYMBOL)
         if unknown:
             raise ValueError(f"unknown kernel families {sorted(unknown)}; known: {sorted(SYMBOL)}")
+        if self.needs_derivs and len(self.derivs) != len(self.solves):
+            raise ValueError("derivs must hold one DerivSpec per solve")
         self.n_obs = len(self.kernels.get("observables", ()))
 
     @property
     def flags(self) -> int:
         return sum(HAS[k] for k in self.kernels)
 
+    def phases(self, name: str) -> list[tuple[str, int]]:
+        """Order of the work in kernel ``name``: ("solve", k), ("deriv", k), ("out", -1)."""
+        plan: list[tuple[str, int]] = []
+        for k in range(len(self.solves)):
+            plan.append(("solve", k))
+            if name in self.needs_derivs:
+                plan.append(("deriv", k))
+        plan.append(("out", -1))
+        return plan
 
-def _kernel_source(name: str, exprs: Sequence[sp.Expr], ks: KernelSet, printer: _Printer) -> str:
-    """One exported kernel: loop over lanes, joint CSE over all outputs."""
+
+class _Workspace:
+    """Offsets (in units of nlanes doubles) of the solve buffers inside a kernel."""
+
+    def __init__(self, ks: KernelSet, with_derivs: bool) -> None:
+        n = len(ks.states)
+        self.mat: list[int] = []
+        self.vec: list[int] = []
+        self.der: list[int] = []
+        self.piv: list[int] = []
+        off = 0
+        npiv = 0
+        for sv in ks.solves:
+            self.mat.append(off)
+            off += sv.r * sv.r
+            self.vec.append(off)
+            off += sv.r
+            self.der.append(off)
+            off += n * sv.r if with_derivs else 0
+            self.piv.append(npiv)
+            npiv += 0 if sv.spd else sv.r
+        self.size = off
+        self.npiv = npiv
+
+
+def _symbol_loads(
+    ks: KernelSet, ws: _Workspace | None, phase: tuple[str, int], derivs: bool
+) -> dict:
+    """Symbols known at a phase of a kernel: symbol -> (C local name, C expression at lane l)."""
+    loads: dict[sp.Symbol, tuple[str, str]] = {}
+    if ks.time is not None:
+        loads[ks.time] = ("nh_t", "t[l]")
+    for i, s in enumerate(ks.states):
+        loads[s] = (f"nh_x{i}", f"x[{i} * ld + l]")
+    for k, s in enumerate(ks.params):
+        loads[s] = (f"nh_p{k}", f"par[{k} * ld + l]")
+    if ws is None:
+        return loads
+    kind, at = phase
+    nsolve = len(ks.solves)
+    known_u = {"solve": at, "deriv": at + 1}.get(kind, nsolve)  # solves whose unknowns are known
+    known_d = at if kind in ("solve", "deriv") else nsolve  # solves whose derivatives are known
+    n = len(ks.states)
+    for k in range(known_u):
+        sv = ks.solves[k]
+        for a, u in enumerate(sv.unknowns):
+            loads[u] = (f"nh_u{k}_{a}", f"nh_ws[({ws.vec[k]} + {a}) * L + l]")
+    if derivs:
+        for k in range(known_d):
+            r = ks.solves[k].r
+            for a in range(r):
+                for j in range(n):
+                    loads[ks.derivs[k].symbols[a][j]] = (
+                        f"nh_d{k}_{a}_{j}",
+                        f"nh_ws[({ws.der[k]} + {j * r + a}) * L + l]",
+                    )
+    return loads
+
+
+def _lane_loop(
+    targets: Sequence[str], exprs: Sequence[sp.Expr], loads: dict, printer: _Printer, what: str
+) -> list[str]:
+    """A loop over lanes assigning ``targets[j] = exprs[j]`` with one joint CSE."""
     exprs = [sp.sympify(e) for e in exprs]
     repl, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("nh_c"), order="none")
     used: set[sp.Symbol] = set()
@@ -123,39 +235,88 @@ def _kernel_source(name: str, exprs: Sequence[sp.Expr], ks: KernelSet, printer: 
         used |= e.free_symbols
     for _, e in repl:
         used |= e.free_symbols
-    names: dict[sp.Symbol, sp.Symbol] = {}
-    loads: list[str] = []
-    if ks.time is not None and ks.time in used:
-        names[ks.time] = sp.Symbol("nh_t")
-        loads.append("const double nh_t = t[l];")
-    for i, s in enumerate(ks.states):
-        if s in used:
-            names[s] = sp.Symbol(f"nh_x{i}")
-            loads.append(f"const double nh_x{i} = x[{i} * ld + l];")
-    for k, s in enumerate(ks.params):
-        if s in used:
-            names[s] = sp.Symbol(f"nh_p{k}")
-            loads.append(f"const double nh_p{k} = par[{k} * ld + l];")
-    body = [f"        {line}" for line in loads]
+    unknown = {s for s in used if not str(s).startswith("nh_c")} - set(loads)
+    if unknown:
+        names = ", ".join(sorted(map(str, unknown)))
+        raise ValueError(f"{what} uses symbols that are not known there: {names}")
+    names = {s: sp.Symbol(loads[s][0]) for s in used if s in loads}
+    body = [f"        const double {names[s]} = {loads[s][1]};" for s in loads if s in names]
     for sym, e in repl:
         body.append(f"        const double {sym} = {printer.doprint(e.xreplace(names))};")
-    for j, e in enumerate(reduced):
+    for tgt, e in zip(targets, reduced, strict=True):
         code = "0.0" if e == 0 else printer.doprint(sp.sympify(e).xreplace(names))
-        body.append(f"        out[{j} * ld + l] = {code};")
+        body.append(f"        {tgt} = {code};")
+    return ["    for (int64_t l = 0; l < nlanes; ++l) {", *body, "    }"]
+
+
+def _kernel_source(name: str, exprs: Sequence[sp.Expr], ks: KernelSet, printer: _Printer) -> str:
+    """One exported kernel: solve phases, then a loop over lanes for the outputs."""
+    use_ws = bool(ks.solves)
+    ws = _Workspace(ks, name in ks.needs_derivs) if use_ws else None
+    n = len(ks.states)
     lines = [
         f"NH_EXPORT int {SYMBOL[name]}(void *ctx, const double *restrict t, "
         "const double *restrict x, const double *restrict par, double *restrict out, "
         "int64_t nlanes, int64_t ld) {",
         "    (void)ctx; (void)t; (void)x; (void)par;",
         "    if (nlanes < 0 || ld < nlanes) return -1;",
-        "    for (int64_t l = 0; l < nlanes; ++l) {",
-        *body,
-        "    }",
-        "    return 0;",
-        "}",
-        "",
     ]
+    if ws is not None:
+        lines += [
+            "    if (nlanes == 0) return 0;",
+            "    const int64_t L = nlanes;",
+            f"    double *nh_ws = (double *)malloc(sizeof(double) * (size_t)({ws.size} * L));",
+            f"    int64_t *nh_piv = (int64_t *)malloc(sizeof(int64_t) * (size_t)({ws.npiv} * L + 1));",
+            "    if (!nh_ws || !nh_piv) { free(nh_ws); free(nh_piv); return -2; }",
+        ]
+    for kind, k in ks.phases(name):
+        loads = _symbol_loads(ks, ws, (kind, k), name in ks.needs_derivs)
+        if kind == "solve":
+            sv = ks.solves[k]
+            r = sv.r
+            mat = f"nh_ws + {ws.mat[k]} * L"
+            vec = f"nh_ws + {ws.vec[k]} * L"
+            targets = [f"nh_ws[({ws.mat[k]} + {e}) * L + l]" for e in range(r * r)]
+            targets += [f"nh_ws[({ws.vec[k]} + {a}) * L + l]" for a in range(r)]
+            lines.append(f"    /* linear solve {k}: {r} unknowns */")
+            lines += _lane_loop(targets, [*sv.matrix, *sv.rhs], loads, printer, f"solve {k}")
+            if sv.spd:
+                lines.append(f"    nh_chol_factor({r}, L, {mat});")
+                lines.append(f"    nh_chol_solve({r}, L, {mat}, {vec});")
+            else:
+                piv = f"nh_piv + {ws.piv[k]} * L"
+                lines.append(f"    nh_lu_factor({r}, L, {mat}, {piv});")
+                lines.append(f"    nh_lu_solve({r}, L, {mat}, {piv}, {vec});")
+        elif kind == "deriv":
+            sv = ks.solves[k]
+            r = sv.r
+            cols = ks.derivs[k].columns
+            targets = [
+                f"nh_ws[({ws.der[k]} + {j * r + a}) * L + l]" for j in range(n) for a in range(r)
+            ]
+            exprs_d = [cols[j][a] for j in range(n) for a in range(r)]
+            lines.append(f"    /* derivatives of the unknowns of solve {k} */")
+            lines += _lane_loop(targets, exprs_d, loads, printer, f"derivatives of solve {k}")
+            mat = f"nh_ws + {ws.mat[k]} * L"
+            for j in range(n):
+                col = f"nh_ws + ({ws.der[k]} + {j * r}) * L"
+                if sv.spd:
+                    lines.append(f"    nh_chol_solve({r}, L, {mat}, {col});")
+                else:
+                    lines.append(
+                        f"    nh_lu_solve({r}, L, {mat}, nh_piv + {ws.piv[k]} * L, {col});"
+                    )
+        else:
+            targets = [f"out[{j} * ld + l]" for j in range(len(exprs))]
+            lines += _lane_loop(targets, exprs, loads, printer, f"kernel {name!r}")
+    if ws is not None:
+        lines += ["    free(nh_ws);", "    free(nh_piv);"]
+    lines += ["    return 0;", "}", ""]
     return "\n".join(lines)
+
+
+def _linalg_source() -> str:
+    return (files("nhfast.codegen") / "linalg.h").read_text(encoding="utf-8")
 
 
 def generate_c(ks: KernelSet) -> str:
@@ -164,10 +325,13 @@ def generate_c(ks: KernelSet) -> str:
     Raises
     ------
     ValueError
-        If an expression contains a function that has no C equivalent.
+        If an expression contains a function that has no C equivalent, or a symbol that is
+        not known where it is used.
     """
     printer = _Printer()
     parts = [_PREAMBLE.format(abi=ABI_VERSION)]
+    if ks.solves:
+        parts.append("#include <stdlib.h>\n" + _linalg_source())
     info = [ABI_VERSION, len(ks.states), len(ks.params), ks.n_obs, ks.flags, ks.n_q]
     parts.append(
         f"static const int64_t nh_info_data[{len(info)}] = {{{', '.join(map(str, info))}}};\n"
