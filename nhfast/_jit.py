@@ -155,7 +155,10 @@ def _valid(entry: Path) -> bool:
     """True if the entry's library exists and matches the checksum in its metadata."""
     try:
         meta = json.loads((entry / "meta.json").read_text())
-        return meta.get("abi") == ABI_VERSION and _sha256(entry / f"kernel{_LIB_EXT}") == meta["sha256"]
+        return (
+            meta.get("abi") == ABI_VERSION
+            and _sha256(entry / f"kernel{_LIB_EXT}") == meta["sha256"]
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return False
 

@@ -78,7 +78,9 @@ class CompiledSystem:
             elif par.shape == (*lead, vf.n_params):
                 par = par.reshape(rows, vf.n_params)
             else:
-                raise ValueError(f"params must have shape ({vf.n_params},) or {(*lead, vf.n_params)}")
+                raise ValueError(
+                    f"params must have shape ({vf.n_params},) or {(*lead, vf.n_params)}"
+                )
             par = np.ascontiguousarray(par)
         nout = self.n_out[kind]
         out = np.empty((rows, nout))

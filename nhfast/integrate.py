@@ -85,7 +85,9 @@ def _array(value, name: str, ndims: tuple[int, ...]) -> np.ndarray:
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be an array of real numbers: {exc}") from None
     if a.ndim not in ndims:
-        raise ValueError(f"{name} must have {' or '.join(map(str, ndims))} dimension(s), got shape {a.shape}")
+        raise ValueError(
+            f"{name} must have {' or '.join(map(str, ndims))} dimension(s), got shape {a.shape}"
+        )
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return a
@@ -93,7 +95,9 @@ def _array(value, name: str, ndims: tuple[int, ...]) -> np.ndarray:
 
 def _check_system(system, method: str) -> None:
     if not isinstance(system, VectorField):
-        raise TypeError(f"system must be a VectorField or HamiltonianSystem, got {type(system).__name__}")
+        raise TypeError(
+            f"system must be a VectorField or HamiltonianSystem, got {type(system).__name__}"
+        )
     if method == "leapfrog":
         why = system.separability()
         if why is not None:
@@ -191,11 +195,15 @@ def integrate(
 
     if npar == 0:
         if params is not None and np.size(params) != 0:
-            raise ValueError(f"params given, but the system has no parameters (got {np.shape(params)})")
+            raise ValueError(
+                f"params given, but the system has no parameters (got {np.shape(params)})"
+            )
         par = np.zeros((1, 0))
     else:
         if params is None:
-            raise ValueError(f"params is required: missing values for {', '.join(map(str, system.params))}")
+            raise ValueError(
+                f"params is required: missing values for {', '.join(map(str, system.params))}"
+            )
         par = _array(params, "params", (1, 2))
         if par.shape == (npar,):
             par = par.reshape(1, npar)
@@ -220,7 +228,12 @@ def integrate(
             if nsteps > max_steps:
                 raise ValueError(f"h={h0:g} needs {nsteps} steps, more than max_steps={max_steps}")
     hm = 0.0 if hmax is None else _positive(hmax, "hmax")
-    for name, v in (("threads", threads), ("max_steps", max_steps), ("max_iter", max_iter), ("block", block)):
+    for name, v in (
+        ("threads", threads),
+        ("max_steps", max_steps),
+        ("max_iter", max_iter),
+        ("block", block),
+    ):
         if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
 
@@ -246,7 +259,9 @@ def integrate(
         res.observables = _observables(cs, res, par, threads)
     if not res.success:
         bad = np.flatnonzero(status)
-        kinds = ", ".join(f"{np.sum(status == c)} x {STATUS.get(int(c), c)}" for c in np.unique(status[bad]))
+        kinds = ", ".join(
+            f"{np.sum(status == c)} x {STATUS.get(int(c), c)}" for c in np.unique(status[bad])
+        )
         msg = f"{bad.size} of {ntraj} trajectories failed ({kinds}); first: #{bad[0]}"
         if not keep_failed:
             raise IntegrationError(msg, status, res)
@@ -254,7 +269,9 @@ def integrate(
     return res
 
 
-def _observables(cs, res: IntegrationResult, par: np.ndarray, threads: int) -> dict[str, np.ndarray]:
+def _observables(
+    cs, res: IntegrationResult, par: np.ndarray, threads: int
+) -> dict[str, np.ndarray]:
     from nhfast import _core
 
     ntraj, nt, n = res.y.shape
@@ -262,6 +279,8 @@ def _observables(cs, res: IntegrationResult, par: np.ndarray, threads: int) -> d
     trow = np.ascontiguousarray(np.broadcast_to(res.t, (ntraj, nt)).reshape(rows))
     out = np.empty((rows, cs.n_out["observables"]))
     cap, ctx = cs.kernels["observables"]
-    _core.eval_rows(cap, ctx, out.shape[1], trow, res.y.reshape(rows, n), par, nt, out, threads=threads)
+    _core.eval_rows(
+        cap, ctx, out.shape[1], trow, res.y.reshape(rows, n), par, nt, out, threads=threads
+    )
     names = list(cs.system.observables)
     return {k: out[:, j].reshape(ntraj, nt) for j, k in enumerate(names)}

@@ -49,8 +49,8 @@ def sleigh() -> nh.VectorField:
     a, m, J = sp.symbols("a m J", positive=True)
     rhs = [v * sp.cos(th), v * sp.sin(th), om, a * om**2, -m * a * v * om / (J + m * a**2)]
     energy = (m * v**2 + (J + m * a**2) * om**2) / 2
-    # The knife edge at the contact point forbids sideways slip: constraint -xdot sin + ydot cos - a thdot = 0
-    # with the body-frame velocity (v, a*omega) of the contact point expressed in x, y.
+    # Reduced equations in the body velocities (v along the blade, omega); the knife edge at
+    # distance a from the centre of mass forbids sideways slip of the contact point.
     return nh.VectorField(
         states=[x, y, th, v, om],
         rhs=rhs,

@@ -36,8 +36,13 @@ def test_x0_not_numeric(oscillator):
 
 @pytest.mark.parametrize(
     "t,match",
-    [([0, 1, 1], "strictly monotonic"), ([0, 2, 1], "strictly monotonic"), ([], "at least one"),
-     ([[0, 1]], "t_eval must have 1 dimension"), ([0, np.nan], "t_eval contains NaN")],
+    [
+        ([0, 1, 1], "strictly monotonic"),
+        ([0, 2, 1], "strictly monotonic"),
+        ([], "at least one"),
+        ([[0, 1]], "t_eval must have 1 dimension"),
+        ([0, np.nan], "t_eval contains NaN"),
+    ],
 )
 def test_bad_t_eval(oscillator, t, match):
     with pytest.raises(ValueError, match=match):
@@ -76,10 +81,14 @@ def test_bad_options(oscillator, kw, exc, match):
 
 
 def test_fixed_step_needs_h_and_budget(oscillator):
-    with pytest.raises(ValueError, match="h \\(the step size\\) is required for the fixed-step method 'gauss4'"):
+    with pytest.raises(
+        ValueError, match="h \\(the step size\\) is required for the fixed-step method 'gauss4'"
+    ):
         nh.integrate(oscillator, [1.0, 0.0], [0, 1], method="gauss4", params=[1.0])
     with pytest.raises(ValueError, match="needs 1000000 steps, more than max_steps=1000"):
-        nh.integrate(oscillator, [1.0, 0.0], [0, 1], method="rk4", h=1e-6, params=[1.0], max_steps=1000)
+        nh.integrate(
+            oscillator, [1.0, 0.0], [0, 1], method="rk4", h=1e-6, params=[1.0], max_steps=1000
+        )
 
 
 def test_leapfrog_on_non_separable_h():
@@ -101,7 +110,9 @@ def test_vectorfield_construction_errors():
     x, y, a, b = sp.symbols("x y a b")
     with pytest.raises(ValueError, match="rhs has 1 expressions for 2 states"):
         nh.VectorField([x, y], [y])
-    with pytest.raises(ValueError, match="rhs uses symbols that are neither states, params nor time: b"):
+    with pytest.raises(
+        ValueError, match="rhs uses symbols that are neither states, params nor time: b"
+    ):
         nh.VectorField([x, y], [y, -a * x + b], params=[a])
     with pytest.raises(ValueError, match="observables uses symbols.*: b"):
         nh.VectorField([x], [x], observables={"e": b})
@@ -129,7 +140,9 @@ def test_nonfinite_trajectory_is_reported(oscillator):
         assert err.status[0] == 0 and err.status[1] == status
         assert np.isnan(err.result.y[1, -1, 0]) and np.isfinite(err.result.y[0, -1, 0])
         with pytest.warns(nh.IntegrationWarning, match="1 of 2 trajectories failed"):
-            res = nh.integrate(vf, [[0.1], [2.0]], [0.0, 1.0], method=method, h=0.01, keep_failed=True)
+            res = nh.integrate(
+                vf, [[0.1], [2.0]], [0.0, 1.0], method=method, h=0.01, keep_failed=True
+            )
         assert list(res.failed) == [False, True]
 
 
@@ -141,7 +154,9 @@ def test_max_steps_reported(oscillator):
 def test_implicit_solve_cap_reported(oscillator):
     """A stiff step that fixed-point iteration cannot solve is reported, not kept."""
     with pytest.raises(nh.IntegrationError, match="did not converge") as info:
-        nh.integrate(oscillator, [1.0, 0.0], [0, 1], method="gauss4", h=0.5, params=[10.0], max_iter=5)
+        nh.integrate(
+            oscillator, [1.0, 0.0], [0, 1], method="gauss4", h=0.5, params=[10.0], max_iter=5
+        )
     assert info.value.status[0] == 4
     res = nh.integrate(oscillator, [1.0, 0.0], [0, 1], method="gauss4", h=0.05, params=[10.0])
     assert res.stats["iterations"][0] <= 100 * res.stats["steps"][0]

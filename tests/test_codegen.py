@@ -18,9 +18,22 @@ _leaves = st.sampled_from([*X, *P, sp.Integer(2), sp.Rational(1, 3), sp.Float(0.
 
 
 def _combine(children):
-    unary = st.tuples(st.sampled_from([sp.sin, sp.cos, sp.exp, sp.atan, lambda e: e**2, lambda e: e**3,
-                                       lambda e: 1 / (1 + e**2), lambda e: sp.sqrt(1 + e**2),
-                                       lambda e: (2 + e**2) ** sp.Rational(-1, 2)]), children)
+    unary = st.tuples(
+        st.sampled_from(
+            [
+                sp.sin,
+                sp.cos,
+                sp.exp,
+                sp.atan,
+                lambda e: e**2,
+                lambda e: e**3,
+                lambda e: 1 / (1 + e**2),
+                lambda e: sp.sqrt(1 + e**2),
+                lambda e: (2 + e**2) ** sp.Rational(-1, 2),
+            ]
+        ),
+        children,
+    )
     binary = st.tuples(st.sampled_from([sp.Add, sp.Mul, lambda u, v: u - v]), children, children)
     return st.one_of(unary.map(lambda t: t[0](t[1])), binary.map(lambda t: t[0](t[1], t[2])))
 
@@ -65,7 +78,9 @@ def test_jacobian_and_divergence_match_finite_differences(sleigh):
     for j in range(5):
         d = np.zeros(5)
         d[j] = eps
-        fd = (cs.evaluate("rhs", x + d, params=par) - cs.evaluate("rhs", x - d, params=par)) / (2 * eps)
+        fd = (cs.evaluate("rhs", x + d, params=par) - cs.evaluate("rhs", x - d, params=par)) / (
+            2 * eps
+        )
         assert np.allclose(J[:, :, j], fd, atol=1e-8)
     assert np.allclose(div, np.trace(J, axis1=1, axis2=2), atol=1e-13)
     # sleigh: div X = -m a v / (J + m a^2) (not divergence free: no Liouville measure)

@@ -7,7 +7,15 @@ import pytest
 
 import nhfast as nh
 
-ORDERS = {"rk4": 4, "leapfrog": 2, "midpoint": 2, "gauss4": 4, "gauss6": 6, "dopri5": 5, "dop853": 8}
+ORDERS = {
+    "rk4": 4,
+    "leapfrog": 2,
+    "midpoint": 2,
+    "gauss4": 4,
+    "gauss6": 6,
+    "dopri5": 5,
+    "dop853": 8,
+}
 # Step sizes in the asymptotic regime and above round-off, per method.
 STEPS = {
     "rk4": (0.1, 0.05),
@@ -61,7 +69,9 @@ def test_order_nonautonomous(nonautonomous, method):
 def test_adaptive_meets_tolerance(oscillator, method):
     t = np.linspace(0.0, 20.0, 41)
     for rtol in (1e-6, 1e-9, 1e-12):
-        res = nh.integrate(oscillator, [1.0, 0.0], t, method=method, params=[1.5], rtol=rtol, atol=rtol)
+        res = nh.integrate(
+            oscillator, [1.0, 0.0], t, method=method, params=[1.5], rtol=rtol, atol=rtol
+        )
         err = np.max(np.abs(res.y[0, :, 0] - np.cos(1.5 * t)))
         assert err < 2000 * rtol, (rtol, err)
         assert np.all(res.t == t)
@@ -72,5 +82,7 @@ def test_output_times_hit_exactly_backwards(oscillator):
     t = np.array([1.0, 0.7, 0.0, -0.35, -2.0])
     x0 = [np.cos(1.5), -np.sin(1.5) * 1.5]
     for method in ("dop853", "gauss6"):
-        res = nh.integrate(oscillator, x0, t, method=method, params=[1.5], h=0.01, rtol=1e-12, atol=1e-12)
+        res = nh.integrate(
+            oscillator, x0, t, method=method, params=[1.5], h=0.01, rtol=1e-12, atol=1e-12
+        )
         assert np.max(np.abs(res.y[0, :, 0] - np.cos(1.5 * t))) < 1e-9

@@ -65,8 +65,9 @@ def test_numpy_backend_with_solves(states, monkeypatch):
     n = _implicit().compile(("jacobian", "divergence", "observables"))
     assert n.backend == "numpy"
     for kind in ("rhs", "jacobian", "divergence", "observables"):
-        assert np.allclose(c.evaluate(kind, states, params=[9.81]), n.evaluate(kind, states, params=[9.81]),
-                           rtol=1e-12, atol=1e-12), kind  # fmt: skip
+        a = c.evaluate(kind, states, params=[9.81])
+        b = n.evaluate(kind, states, params=[9.81])
+        assert np.allclose(a, b, rtol=1e-12, atol=1e-12), kind
 
 
 def test_chained_solves():
@@ -86,8 +87,9 @@ def test_chained_solves():
     pts = np.random.default_rng(1).normal(size=(10, 2))
     for kind in ("rhs", "jacobian", "divergence"):
         fam = () if kind == "rhs" else (kind,)
-        assert np.allclose(vf.compile(fam).evaluate(kind, pts), ref.compile(fam).evaluate(kind, pts),
-                           rtol=1e-12, atol=1e-13), kind  # fmt: skip
+        a = vf.compile(fam).evaluate(kind, pts)
+        b = ref.compile(fam).evaluate(kind, pts)
+        assert np.allclose(a, b, rtol=1e-12, atol=1e-13), kind
 
 
 def test_singular_matrix_gives_nan_lane_and_status():

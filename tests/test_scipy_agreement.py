@@ -38,12 +38,22 @@ def test_vanderpol_matches_scipy(vanderpol, method):
 def test_sleigh_matches_scipy_and_conserves_energy(sleigh):
     rng = np.random.default_rng(2)
     x0 = np.column_stack([np.zeros((8, 3)), rng.normal(size=(8, 2))])
-    par = np.column_stack([rng.uniform(0.2, 1.0, 8), rng.uniform(0.5, 2.0, 8), rng.uniform(0.5, 2.0, 8)])
+    par = np.column_stack(
+        [rng.uniform(0.2, 1.0, 8), rng.uniform(0.5, 2.0, 8), rng.uniform(0.5, 2.0, 8)]
+    )
     t = np.linspace(0.0, 20.0, 11)
     res = nh.integrate(sleigh, x0, t, params=par, rtol=1e-12, atol=1e-12)
     f = sp.lambdify([sleigh.states, sleigh.params], sleigh.rhs)
     for i in range(8):
-        ref = solve_ivp(lambda _t, y: f(y, par[i]), (0, 20), x0[i], method="DOP853", t_eval=t, rtol=1e-12, atol=1e-12)
+        ref = solve_ivp(
+            lambda _t, y, pi=par[i]: f(y, pi),
+            (0, 20),
+            x0[i],
+            method="DOP853",
+            t_eval=t,
+            rtol=1e-12,
+            atol=1e-12,
+        )
         assert np.max(np.abs(res.y[i] - ref.y.T)) < 1e-8
     e = res.observables["energy"]
     assert np.max(np.abs(e - e[:, :1]) / e[:, :1]) < 1e-10

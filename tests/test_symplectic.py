@@ -35,7 +35,9 @@ def test_flow_map_is_symplectic(kepler, method):
 def test_variational_matches_finite_differences(pendulum):
     var = pendulum.variational()
     x0 = np.array([0.5, 0.3])
-    res = nh.integrate(var, pendulum.variational_initial(x0), [0.0, 2.0], method="dop853", rtol=1e-12, atol=1e-12)
+    res = nh.integrate(
+        var, pendulum.variational_initial(x0), [0.0, 2.0], method="dop853", rtol=1e-12, atol=1e-12
+    )
     _, M = pendulum.variational_split(res.y[0, -1])
     eps = 1e-6
     cols = []
@@ -72,6 +74,8 @@ def test_rk4_energy_drifts_where_symplectic_does_not(pendulum):
 
 def test_gauss_preserves_quadratic_invariant(oscillator):
     """Gauss-Legendre conserves quadratic invariants exactly (to round-off)."""
-    res = nh.integrate(oscillator, [1.0, 0.0], np.linspace(0, 1000, 11), method="gauss6", params=[3.0], h=0.1)
+    res = nh.integrate(
+        oscillator, [1.0, 0.0], np.linspace(0, 1000, 11), method="gauss6", params=[3.0], h=0.1
+    )
     e = res.observables["energy"][0]
     assert np.max(np.abs(e - e[0])) < 1e-12

@@ -32,8 +32,14 @@ def test_threads_give_same_bits(sleigh, method):
 def test_lane_result_independent_of_batch(kepler, lane, block, method):
     """A trajectory computed alone equals the same trajectory inside any batch, bit for bit."""
     rng = np.random.default_rng(4)
-    x0 = np.column_stack([1 + 0.1 * rng.normal(size=200), 0.1 * rng.normal(size=200),
-                          0.1 * rng.normal(size=200), 1 + 0.1 * rng.normal(size=200)])
+    x0 = np.column_stack(
+        [
+            1 + 0.1 * rng.normal(size=200),
+            0.1 * rng.normal(size=200),
+            0.1 * rng.normal(size=200),
+            1 + 0.1 * rng.normal(size=200),
+        ]
+    )
     t = np.linspace(0.0, 3.0, 4)
     batch = nh.integrate(kepler, x0, t, method=method, h=0.01, block=block)
     alone = nh.integrate(kepler, x0[lane], t, method=method, h=0.01)

@@ -266,7 +266,8 @@ def _kernel_source(name: str, exprs: Sequence[sp.Expr], ks: KernelSet, printer: 
             "    if (nlanes == 0) return 0;",
             "    const int64_t L = nlanes;",
             f"    double *nh_ws = (double *)malloc(sizeof(double) * (size_t)({ws.size} * L));",
-            f"    int64_t *nh_piv = (int64_t *)malloc(sizeof(int64_t) * (size_t)({ws.npiv} * L + 1));",
+            "    int64_t *nh_piv = (int64_t *)malloc(sizeof(int64_t) * "
+            f"(size_t)({ws.npiv} * L + 1));",
             "    if (!nh_ws || !nh_piv) { free(nh_ws); free(nh_piv); return -2; }",
         ]
     for kind, k in ks.phases(name):
