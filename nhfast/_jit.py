@@ -84,7 +84,15 @@ def _cpu_id() -> str:
 def compile_flags() -> list[str]:
     """Flags for kernel libraries (``$NHFAST_CFLAGS`` replaces the optimisation flags)."""
     env = os.environ.get("NHFAST_CFLAGS")
-    opt = shlex.split(env) if env is not None else ["-O3", "-march=native", "-fno-math-errno"]
+    if env is not None:
+        opt = shlex.split(env)
+    else:
+        opt = ["-O3", "-fno-math-errno"]
+        machine = platform.machine().lower()
+        if sys.platform.startswith("linux") and machine in ("x86_64", "amd64"):
+            opt.append("-march=native")
+        elif sys.platform.startswith("linux") and machine in ("aarch64", "arm64"):
+            opt.append("-mcpu=native")
     return ["-std=c99", "-shared", "-fPIC", *opt]
 
 
@@ -140,7 +148,7 @@ def cache_key(source: str) -> tuple[str, list[str]]:
         " ".join(cc + flags),
         sys.platform,
         platform.machine(),
-        _cpu_id() if "-march=native" in flags else "",
+        _cpu_id() if any(f.endswith("=native") for f in flags) else "",
     ):
         h.update(part.encode())
         h.update(b"\0")
