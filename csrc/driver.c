@@ -38,8 +38,10 @@ int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double
     b.gid = (int64_t *)malloc(sizeof(int64_t) * (size_t)nl);
     b.active = (unsigned char *)malloc((size_t)nl);
     b.cnt = (int64_t *)calloc((size_t)(NH_NSTATS * nl), sizeof(int64_t));
+    b.call0 = (int64_t *)calloc((size_t)nl, sizeof(int64_t));
+    b.ncalls = 0;
     int rc = NH_OK;
-    if (!b.par || !b.x || !b.tl || !b.kout || !b.gid || !b.active || !b.cnt) {
+    if (!b.par || !b.x || !b.tl || !b.kout || !b.gid || !b.active || !b.cnt || !b.call0) {
         rc = NH_ERR_NOMEM;
         goto done;
     }
@@ -74,6 +76,7 @@ done:
     free(b.gid);
     free(b.active);
     free(b.cnt);
+    free(b.call0);
     return rc;
 }
 

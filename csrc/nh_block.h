@@ -40,6 +40,12 @@ static inline nh_vec nh_splat(double a) { return a - (nh_vec){0}; }
 #define NH_HAVE_VEC 0
 #endif
 
+#if defined(__GNUC__) || defined(__clang__)
+#define NH_INLINE static inline __attribute__((always_inline))
+#else
+#define NH_INLINE static inline
+#endif
+
 #define NH_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define NH_MIN(a, b) ((a) < (b) ? (a) : (b))
 
@@ -64,6 +70,8 @@ struct nh_block {
     int32_t *status; /* global */
     int64_t *stats;  /* global [ntraj][NH_NSTATS] */
     int64_t *cnt;    /* [NH_NSTATS][nl] block-local counters, added to stats at the end */
+    int64_t ncalls;  /* vector-field calls made for all active slots (see nh_rhs) */
+    int64_t *call0;  /* [nl] ncalls when the slot took its trajectory */
 };
 
 static inline int64_t nh_count_active(const nh_block *b) {
@@ -74,35 +82,54 @@ static inline int64_t nh_count_active(const nh_block *b) {
 
 static inline int64_t *nh_cnt(nh_block *b, int k) { return b->cnt + k * b->nl; }
 
-/* Evaluate the vector field on the block; counts one evaluation for each active lane. */
+/* Evaluate the vector field on the block for all active slots: one evaluation each, counted
+ * once for the block (a slot's share is ncalls minus its call0). */
 static inline int nh_rhs(nh_block *b, const double *t, const double *x, double *out) {
-    int rc = b->sys->rhs(b->sys->ctx, t, x, b->par, out, b->nl, b->nl);
-    int64_t *restrict c = nh_cnt(b, NH_STAT_RHS);
-    const unsigned char *restrict act = b->active;
-    for (int64_t l = 0; l < b->nl; ++l) c[l] += act[l];
-    return rc;
+    b->ncalls += 1;
+    return b->sys->rhs(b->sys->ctx, t, x, b->par, out, b->nl, b->nl);
 }
 
 /* Stage state: out = x + hu[l] * sum_j a[j] K[idx[j]] over the `s` nonzero coefficients
  * (SoA, n components, nl lanes, nl a multiple of NH_CHUNK). */
-static inline void nh_stage(int64_t n, int64_t nl, double *restrict out, const double *restrict x,
-                            const double *restrict hu, const double *a, const int *idx, int s,
-                            double *const *K) {
-    for (int64_t i = 0; i < n; ++i) {
-        for (int64_t l0 = 0; l0 < nl; l0 += NH_CHUNK) {
-            const int64_t o = i * nl + l0;
+NH_INLINE void nh_stage(int64_t n, int64_t nl, double *restrict out, const double *restrict x,
+                        const double *restrict hu, const double *a, const int *idx, int s,
+                        double *const *K) {
+    for (int64_t l0 = 0; l0 < nl; l0 += NH_CHUNK) {
+        int64_t i = 0;
 #if NH_HAVE_VEC
+        const nh_vec h = nh_ld(hu + l0);
+        /* four components at once: independent accumulation chains, same order per lane */
+        for (; i + 4 <= n; i += 4) {
+            const int64_t o = i * nl + l0;
+            nh_vec a0 = nh_splat(0.0), a1 = a0, a2 = a0, a3 = a0;
+            for (int j = 0; j < s; ++j) {
+                const double *kj = K[idx[j]] + o;
+                a0 += a[j] * nh_ld(kj);
+                a1 += a[j] * nh_ld(kj + nl);
+                a2 += a[j] * nh_ld(kj + 2 * nl);
+                a3 += a[j] * nh_ld(kj + 3 * nl);
+            }
+            nh_st(out + o, nh_ld(x + o) + h * a0);
+            nh_st(out + o + nl, nh_ld(x + o + nl) + h * a1);
+            nh_st(out + o + 2 * nl, nh_ld(x + o + 2 * nl) + h * a2);
+            nh_st(out + o + 3 * nl, nh_ld(x + o + 3 * nl) + h * a3);
+        }
+        for (; i < n; ++i) {
+            const int64_t o = i * nl + l0;
             nh_vec acc = nh_splat(0.0);
             for (int j = 0; j < s; ++j) acc += a[j] * nh_ld(K[idx[j]] + o);
-            nh_st(out + o, nh_ld(x + o) + nh_ld(hu + l0) * acc);
+            nh_st(out + o, nh_ld(x + o) + h * acc);
+        }
 #else
+        for (; i < n; ++i) {
+            const int64_t o = i * nl + l0;
             for (int c = 0; c < NH_CHUNK; ++c) {
                 double acc = 0.0;
                 for (int j = 0; j < s; ++j) acc += a[j] * K[idx[j]][o + c];
                 out[o + c] = x[o + c] + hu[l0 + c] * acc;
             }
-#endif
         }
+#endif
     }
 }
 
@@ -118,7 +145,7 @@ static inline int nh_sparse_row(const double *w, int s, double *a, int *idx) {
 }
 
 /* Chunk sums of the stage derivatives with weights w: acc_c = sum_s w[s] K[s][o + c]. */
-static inline void nh_wsum(double *restrict acc, const double *w, int s, double *const *K, int64_t o) {
+NH_INLINE void nh_wsum(double *restrict acc, const double *w, int s, double *const *K, int64_t o) {
 #if NH_HAVE_VEC
     nh_vec v = nh_splat(0.0);
     for (int j = 0; j < s; ++j) v += w[j] * nh_ld(K[j] + o);
@@ -140,6 +167,7 @@ static inline void nh_store(nh_block *b, int64_t l, int64_t k) {
 
 /* Slot l is done with its trajectory: hand its counters over and free the slot. */
 static inline void nh_retire(nh_block *b, int64_t l) {
+    b->cnt[NH_STAT_RHS * b->nl + l] += b->ncalls - b->call0[l];
     for (int k = 0; k < NH_NSTATS; ++k) {
         b->stats[b->gid[l] * NH_NSTATS + k] = b->cnt[k * b->nl + l];
         b->cnt[k * b->nl + l] = 0;
@@ -174,6 +202,7 @@ static inline int64_t nh_refill(nh_block *b, unsigned char *fresh) {
         b->tl[l] = b->t_eval[0];
         b->kout[l] = 1;
         b->status[g] = NH_LANE_OK;
+        b->call0[l] = b->ncalls;
         nh_store(b, l, 0);
         b->active[l] = 1;
         fresh[l] = 1;

@@ -47,7 +47,7 @@ typedef struct {
 } nh_pair;
 
 /* Per-lane error norm of one trial step; K[s] are the stage derivatives (K[stages] = FSAL). */
-static void err_dopri5(const nh_block *b, double *const *K, const double *restrict x,
+NH_INLINE void err_dopri5(const nh_block *b, double *const *K, const double *restrict x,
                        const double *restrict xn, const double *restrict h, double *restrict err) {
     const int64_t n = b->n, nl = b->nl;
     const double rtol = b->opt->rtol, atol = b->opt->atol;
@@ -67,7 +67,7 @@ static void err_dopri5(const nh_block *b, double *const *K, const double *restri
     for (int64_t l = 0; l < nl; ++l) err[l] = sqrt(err[l] / (double)n);
 }
 
-static void err_dop853(const nh_block *b, double *const *K, const double *restrict x,
+NH_INLINE void err_dop853(const nh_block *b, double *const *K, const double *restrict x,
                        const double *restrict xn, const double *restrict h, double *restrict err,
                        double *restrict e5) {
     const int64_t n = b->n, nl = b->nl;
