@@ -26,8 +26,10 @@ def initial_states(vf: nh.VectorField, lanes: int, seed: int = 0) -> np.ndarray:
 
 @pytest.mark.parametrize("lanes", [1, 1000, 100_000])
 def test_rhs_evaluations(benchmark, system, lanes):
+    """Kernel evaluations through ``CompiledSystem.evaluate`` (row-major in and out, so the
+    figure includes the layout conversion; the rate inside integration is in ``traj-*``)."""
     name, vf, par = system
-    benchmark.group = f"rhs-{name}"
+    benchmark.group = f"rhs-{name}-{lanes}"
     cs = vf.compile(("observables",))
     x = initial_states(vf, lanes)
     reps = max(1, 100_000 // lanes)
@@ -44,7 +46,7 @@ def test_rhs_evaluations(benchmark, system, lanes):
 def test_rhs_evaluations_numpy_lambdify(benchmark, system, lanes):
     """The same evaluations through sympy.lambdify on NumPy arrays (vectorised over lanes)."""
     name, vf, par = system
-    benchmark.group = f"rhs-{name}"
+    benchmark.group = f"rhs-{name}-{lanes}"
     f = sp.lambdify([vf.states, vf.params], vf.rhs, modules="numpy", cse=True)
     x = initial_states(vf, lanes).T.copy()
     par = [] if par is None else list(par)

@@ -29,8 +29,13 @@ def main(path: str) -> int:
         )
         unit = rows[0][2].get("unit", "/s")
         print(f"\n{group}  ({unit}; ratio against {base[0]})")
-        for label, rate, _ in rows:
-            print(f"  {label:16s} {rate:14.4g}   x{rate / base[1]:10.1f}")
+        for label, rate, info in rows:
+            extra = ""
+            if "rhs_evals" in info:
+                med = next(b for b in data["benchmarks"] if b.get("extra_info") is info)
+                evals = info["rhs_evals"] / med["stats"]["median"]
+                extra = f"   ({evals:.3g} lane-evaluations of f per second inside the integrator)"
+            print(f"  {label:16s} {rate:14.4g}   x{rate / base[1]:10.1f}{extra}")
     return 0
 
 
