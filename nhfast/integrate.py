@@ -237,6 +237,8 @@ def integrate(
         if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
 
+    if threads > 1 and not _core.HAVE_OPENMP:
+        _warn_serial()
     wanted = ("observables",) if observables and system.observables else ()
     cs = system.compile(wanted)
     cap, ctx = cs.kernels["rhs"]
@@ -267,6 +269,20 @@ def integrate(
             raise IntegrationError(msg, status, res)
         warnings.warn(msg + " (kept: see result.failed)", IntegrationWarning, stacklevel=2)
     return res
+
+
+_serial_warned = False
+
+
+def _warn_serial() -> None:
+    global _serial_warned
+    if not _serial_warned:
+        _serial_warned = True
+        warnings.warn(
+            "this build of nhfast has no OpenMP: threads > 1 runs serially",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def _observables(
