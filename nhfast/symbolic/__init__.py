@@ -1,0 +1,11 @@
+"""Pure-SymPy geometry layer of nhfast (no compiled code).
+
+Submodules (import them directly; this package imports nothing at import time so that it never
+creates an import cycle with :mod:`nhfast.systems`):
+
+* :mod:`nhfast.symbolic.frames` -- Lie brackets, object of anholonomity, projector, K, C.
+* :mod:`nhfast.symbolic.equations` -- almost-Poisson, Hamel and Chaplygin-reduced equations.
+* :mod:`nhfast.symbolic.chaplygin` -- Theta, invariant measure, phi-simplicity, Hamiltonisation.
+"""
+
+__all__ = ["frames", "equations", "chaplygin"]

@@ -1,0 +1,470 @@
+"""Chaplygin reduction objects: gyroscopic coefficients, Theta, invariant measure, phi-simplicity,
+Hamiltonisation (seed 004, Sections 3.3-3.5).
+
+Conventions (checked against the seed text, not only the digest):
+
+* ``C[i, j, k] = C^k_ij`` with ``P[hor d_i, hor d_j] = C^k_ij hor d_k`` (3.6).
+* ``Theta = C^j_ji ds^i`` (3.27), i.e. ``Theta_i = sum_j C[j, i, j]`` -- mind the index order,
+  the other order flips the sign of ``sigma``.
+* Theorem 3.11: the basic measure ``exp(sigma) ds dp`` is invariant iff ``Theta = d sigma``
+  (density ``exp(+sigma)``).
+* phi-simple (Definition 3.19, (3.39)): ``C^k_ij = delta^k_i d_j phi - delta^k_j d_i phi``.
+  Then ``Theta = (r - 1) d phi`` (Theorem 3.21(ii)).
+* Hamiltonisation (Corollary 3.22 made explicit): ``dt = exp(-phi) dtau``,
+  ``ptilde = exp(phi) p``, ``Htilde(s, ptilde) = H(s, exp(-phi) ptilde)``; in ``tau`` the
+  equations are canonical in ``(s, ptilde)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy as sp
+
+from nhfast.symbolic._util import Simplifier, as_symbol_list, is_zero, simplifier
+from nhfast.symbolic.equations import EquationsOfMotion, LinearSolve, _fresh, _use_inverse
+
+__all__ = [
+    "gyroscopic_coefficients",
+    "gyroscopic_tensor_vanishes",
+    "is_skew_symmetric",
+    "theta_form",
+    "exterior_derivative",
+    "is_closed",
+    "integrate_exact_form",
+    "MeasureResult",
+    "invariant_measure",
+    "PhiSimpleResult",
+    "phi_simple",
+    "HamiltonisedSystem",
+    "hamiltonise",
+]
+
+
+def _reduced(system: Any, simplify: Simplifier = True) -> Any:
+    from nhfast.systems.nonholonomic import ChaplyginSystem, ReducedChaplyginSystem
+
+    if isinstance(system, ChaplyginSystem):
+        return system.reduce()
+    if isinstance(system, ReducedChaplyginSystem):
+        return system
+    raise TypeError(
+        f"system must be a ChaplyginSystem or ReducedChaplyginSystem, got {type(system).__name__}"
+    )
+
+
+def gyroscopic_coefficients(system: Any, simplify: Simplifier = True) -> sp.NDimArray:
+    """Gyroscopic coefficients ``C[i, j, k] = C^k_ij(s)`` (seed 004 (3.6)).
+
+    Parameters
+    ----------
+    system : ChaplyginSystem or ReducedChaplyginSystem
+    simplify : bool or callable
+
+    Returns
+    -------
+    sympy.NDimArray
+        Shape ``(r, r, r)``.
+    """
+    return _reduced(system, simplify).C
+
+
+def gyroscopic_tensor_vanishes(C: sp.NDimArray) -> bool:
+    """True when every ``C^k_ij`` is identically zero (``T = 0``)."""
+    return all(is_zero(c) for c in sp.flatten(C))
+
+
+def is_skew_symmetric(C: sp.NDimArray) -> bool:
+    """True when ``C^k_ij = -C^k_ji`` exactly (Prop. 3.4 of seed 004)."""
+    r = C.shape[0]
+    return all(
+        is_zero(C[i, j, k] + C[j, i, k]) for i in range(r) for j in range(i, r) for k in range(r)
+    )
+
+
+def theta_form(C: sp.NDimArray, simplify: Simplifier = True) -> list[sp.Expr]:
+    """Components ``Theta_i = sum_j C^j_ji`` of the 1-form (3.27).
+
+    Parameters
+    ----------
+    C : sympy.NDimArray
+        ``C[i, j, k] = C^k_ij``.
+    simplify : bool or callable
+
+    Returns
+    -------
+    list of sympy.Expr
+    """
+    simp = simplifier(simplify)
+    r = C.shape[0]
+    return [simp(sum((C[j, i, j] for j in range(r)), sp.Integer(0))) for i in range(r)]
+
+
+def exterior_derivative(
+    form: Sequence[Any], s: Sequence[sp.Symbol], simplify: Simplifier = True
+) -> sp.Matrix:
+    """``(d alpha)_ij = d_i alpha_j - d_j alpha_i`` of a 1-form ``alpha = alpha_i ds^i``.
+
+    Parameters
+    ----------
+    form : list of sympy.Expr
+        Components ``alpha_i``.
+    s : list of sympy.Symbol
+        Coordinates.
+    simplify : bool or callable
+
+    Returns
+    -------
+    sympy.Matrix
+        Antisymmetric ``r x r`` matrix.
+    """
+    s = as_symbol_list(s, "s")
+    if len(form) != len(s):
+        raise ValueError(f"form must have {len(s)} components, got {len(form)}")
+    simp = simplifier(simplify)
+    r = len(s)
+    out = sp.zeros(r, r)
+    for i in range(r):
+        for j in range(i + 1, r):
+            out[i, j] = simp(sp.diff(form[j], s[i]) - sp.diff(form[i], s[j]))
+            out[j, i] = -out[i, j]
+    return out
+
+
+def is_closed(form: Sequence[Any], s: Sequence[sp.Symbol]) -> bool:
+    """True when ``d alpha = 0`` identically."""
+    return all(is_zero(e) for e in exterior_derivative(form, s, simplify=False))
+
+
+def _generic_branch(expr: sp.Expr) -> sp.Expr:
+    """Replace each Piecewise by its generic branch (first branch whose condition is not an Eq)."""
+
+    def pick(pw: sp.Piecewise) -> sp.Expr:
+        for e, cond in pw.args:
+            if not isinstance(cond, sp.Equality):
+                return e
+        return pw.args[-1][0]
+
+    return expr.replace(lambda x: isinstance(x, sp.Piecewise), pick)
+
+
+def integrate_exact_form(
+    form: Sequence[Any], s: Sequence[sp.Symbol], simplify: Simplifier = True
+) -> sp.Expr:
+    """A function ``sigma`` with ``d sigma = alpha``, verified by differentiating back.
+
+    Integrates ``alpha_1`` in ``s^1``, then the remainder of ``alpha_2`` in ``s^2``, etc.
+    (``sympy.integrate``); the additive constant is arbitrary.
+
+    Parameters
+    ----------
+    form : list of sympy.Expr
+    s : list of sympy.Symbol
+    simplify : bool or callable
+
+    Returns
+    -------
+    sympy.Expr
+
+    Raises
+    ------
+    ValueError
+        If the form is not closed or the result does not verify.
+    """
+    s = as_symbol_list(s, "s")
+    if not is_closed(form, s):
+        raise ValueError("form is not closed (d alpha != 0), so it has no potential")
+    simp = simplifier(simplify)
+    sigma = sp.Integer(0)
+    for i, si in enumerate(s):
+        rem = simp(sp.sympify(form[i]) - sp.diff(sigma, si))
+        if rem != 0:
+            sigma = sigma + _generic_branch(sp.integrate(rem, si))
+    sigma = simp(sigma)
+    for i, si in enumerate(s):
+        if not is_zero(sp.diff(sigma, si) - form[i]):
+            raise ValueError(
+                f"could not integrate the form: verification failed in component {i} ({si})"
+            )
+    return sigma
+
+
+@dataclass
+class MeasureResult:
+    """Outcome of the basic-invariant-measure test (Theorem 3.11 of seed 004).
+
+    Attributes
+    ----------
+    theta : list of sympy.Expr
+        ``Theta_i``.
+    d_theta : sympy.Matrix
+        ``d Theta``.
+    exact : bool
+        Whether ``Theta`` is closed (locally exact).
+    sigma : sympy.Expr or None
+        ``Theta = d sigma`` when found.
+    density : sympy.Expr or None
+        ``exp(sigma)``, the density w.r.t. ``ds dp`` (momenta, not velocities).
+    reason : str
+        Why there is no basic measure, or ``""``.
+    """
+
+    theta: list
+    d_theta: sp.Matrix
+    exact: bool
+    sigma: sp.Expr | None = None
+    density: sp.Expr | None = None
+    reason: str = ""
+
+
+def invariant_measure(system: Any, simplify: Simplifier = True) -> MeasureResult:
+    """Test for a basic invariant measure ``exp(sigma) ds dp`` (Theorem 3.11).
+
+    Parameters
+    ----------
+    system : ChaplyginSystem or ReducedChaplyginSystem
+    simplify : bool or callable
+
+    Returns
+    -------
+    MeasureResult
+    """
+    red = _reduced(system, simplify)
+    th = theta_form(red.C, simplify=simplify)
+    dth = exterior_derivative(th, red.s, simplify=simplify)
+    if not all(is_zero(e) for e in dth):
+        bad = next(
+            (i, j)
+            for i in range(red.rank)
+            for j in range(i + 1, red.rank)
+            if not is_zero(dth[i, j])
+        )
+        return MeasureResult(th, dth, False, reason=f"d Theta != 0: component {bad} = {dth[bad]}")
+    try:
+        sigma = integrate_exact_form(th, red.s, simplify=simplify)
+    except ValueError as exc:
+        return MeasureResult(th, dth, True, reason=str(exc))
+    return MeasureResult(th, dth, True, sigma=sigma, density=sp.exp(sigma))
+
+
+@dataclass
+class PhiSimpleResult:
+    """Outcome of the phi-simplicity test (Definition 3.19 of seed 004).
+
+    Attributes
+    ----------
+    phi : sympy.Expr or None
+        ``phi`` with ``C^k_ij = delta^k_i d_j phi - delta^k_j d_i phi``, if found.
+    gradient : list of sympy.Expr or None
+        The candidate ``d_j phi`` read off from ``C^i_ij``.
+    reason : str
+        Why the system is not phi-simple (empty when it is).
+    """
+
+    phi: sp.Expr | None
+    gradient: list | None = None
+    reason: str = ""
+
+    @property
+    def is_phi_simple(self) -> bool:
+        """True when ``phi`` was found."""
+        return self.phi is not None
+
+
+def phi_simple(system: Any, simplify: Simplifier = True) -> PhiSimpleResult:
+    """Decide phi-simplicity and return ``phi`` or a reason.
+
+    Reads ``d_j phi = C^i_ij`` (any ``i != j``), checks the full identity
+    ``C^k_ij = delta^k_i d_j phi - delta^k_j d_i phi`` (this contains hypothesis (H):
+    ``C^k_ij = 0`` for distinct ``i, j, k`` and ``C^j_ij`` independent of ``j``), checks that the
+    candidate gradient is closed, and integrates it.
+
+    Parameters
+    ----------
+    system : ChaplyginSystem or ReducedChaplyginSystem
+    simplify : bool or callable
+
+    Returns
+    -------
+    PhiSimpleResult
+    """
+    red = _reduced(system, simplify)
+    simp = simplifier(simplify)
+    C, s, r = red.C, red.s, red.rank
+    if r < 2:
+        return PhiSimpleResult(
+            None, None, "r < 2: the gyroscopic tensor is trivially zero; any constant phi"
+        )
+    grad = [simp(C[1 if j == 0 else 0, j, 1 if j == 0 else 0]) for j in range(r)]
+    for i in range(r):
+        for j in range(r):
+            for k in range(r):
+                expect = (grad[j] if k == i else 0) - (grad[i] if k == j else 0)
+                if not is_zero(C[i, j, k] - expect):
+                    distinct = len({i, j, k}) == 3
+                    why = (
+                        "hypothesis (H) fails: C^k_ij != 0 for distinct i, j, k"
+                        if distinct
+                        else (
+                            "C^j_ij depends on j (hypothesis (H) fails)"
+                            if k in (i, j)
+                            else "identity fails"
+                        )
+                    )
+                    return PhiSimpleResult(
+                        None, grad, f"not phi-simple: {why} at (i, j, k) = ({i}, {j}, {k})"
+                    )
+    if not is_closed(grad, s):
+        return PhiSimpleResult(
+            None, grad, "not phi-simple: the candidate d phi = (C^i_ij)_j is not closed"
+        )
+    try:
+        phi = integrate_exact_form(grad, s, simplify=simplify)
+    except ValueError as exc:
+        return PhiSimpleResult(None, grad, f"phi-simple but phi could not be integrated: {exc}")
+    return PhiSimpleResult(phi, grad, "")
+
+
+@dataclass
+class HamiltonisedSystem:
+    """Hamiltonised Chaplygin system (seed 004 Thm 3.21 / Cor 3.22, made explicit).
+
+    Attributes
+    ----------
+    q : list of sympy.Symbol
+        Shape coordinates ``s``.
+    p : list of sympy.Symbol
+        Darboux momenta ``ptilde = exp(phi) p``.
+    hamiltonian : sympy.Expr
+        ``Htilde(s, ptilde) = H(s, exp(-phi) ptilde)`` (may use ``solves`` unknowns).
+    phi : sympy.Expr
+    time_factor : sympy.Expr
+        ``dt/dtau = exp(-phi)``.
+    rhs : list of sympy.Expr
+        ``ds/dtau = dHtilde/dptilde``, ``dptilde/dtau = -dHtilde/ds``.
+    params : list of sympy.Symbol
+    solves : list of LinearSolve
+    """
+
+    q: list
+    p: list
+    hamiltonian: sp.Expr
+    phi: sp.Expr
+    time_factor: sp.Expr
+    rhs: list
+    params: list
+    solves: list = field(default_factory=list)
+
+    def equations(self) -> EquationsOfMotion:
+        """The tau-time equations as :class:`EquationsOfMotion` (canonical in ``(q, p)``)."""
+        return EquationsOfMotion(
+            states=[*self.q, *self.p],
+            rhs=list(self.rhs),
+            params=list(self.params),
+            energy=self.hamiltonian,
+            constraints=None,
+            observables={"time_factor": self.time_factor, "phi": self.phi},
+            solves=list(self.solves),
+            kind="hamiltonised",
+        )
+
+    def as_vector_field(self) -> Any:
+        """Shortcut for ``self.equations().as_vector_field()``."""
+        return self.equations().as_vector_field()
+
+    def as_hamiltonian_system(self) -> Any:
+        """``nhfast.vectorfield.HamiltonianSystem(q, p, Htilde)`` for symplectic integrators.
+
+        The independent variable is ``tau``; ``time_factor`` (``dt/dtau``) and ``phi`` are
+        passed as observables.  Lazy import; requires explicit equations (no ``solves``).
+        """
+        if self.solves:
+            raise ValueError(
+                "system: the Hamiltonian uses auxiliary linear solves (see .solves); "
+                "use hamiltonise(..., inverse='symbolic') or .as_vector_field()"
+            )
+        from nhfast.vectorfield import HamiltonianSystem
+
+        return HamiltonianSystem(
+            self.q,
+            self.p,
+            self.hamiltonian,
+            params=self.params,
+            observables={"time_factor": self.time_factor, "phi": self.phi},
+            name="hamiltonised",
+        )
+
+
+def hamiltonise(
+    system: Any,
+    phi: Any = None,
+    momenta: Sequence[sp.Symbol] | None = None,
+    inverse: str = "auto",
+    simplify: Simplifier = True,
+) -> HamiltonisedSystem:
+    """Canonical Hamiltonian system in ``tau`` for a phi-simple Chaplygin system.
+
+    Parameters
+    ----------
+    system : ChaplyginSystem or ReducedChaplyginSystem
+    phi : sympy.Expr, optional
+        If omitted, :func:`phi_simple` is called; a ``ValueError`` (with its reason) is raised
+        when the system is not phi-simple.
+    momenta : list of sympy.Symbol, optional
+        Names for ``ptilde``.
+    inverse : {"auto", "symbolic", "solve"}
+    simplify : bool or callable
+
+    Returns
+    -------
+    HamiltonisedSystem
+    """
+    red = _reduced(system, simplify)
+    simp = simplifier(simplify)
+    if phi is None:
+        res = phi_simple(red, simplify=simplify)
+        if not res.is_phi_simple:
+            raise ValueError(f"system: cannot Hamiltonise, {res.reason}")
+        phi = res.phi
+    phi = sp.sympify(phi)
+    s, K, r = red.s, red.K, red.rank
+    taken = {str(x) for x in (*s, *red.params)}
+    if momenta is None:
+        pt = _fresh("pt", [str(x) for x in s], taken)
+    else:
+        pt = as_symbol_list(momenta, "momenta")
+        if len(pt) != r:
+            raise ValueError(f"momenta must have {r} symbols, got {len(pt)}")
+    ptv = sp.Matrix(pt)
+    solves: list[LinearSolve] = []
+    if _use_inverse(inverse, r):  # type: ignore[arg-type]
+        w = K.LUsolve(ptv).applyfunc(simp)
+    else:
+        ws = _fresh("w", [str(i + 1) for i in range(r)], taken | {str(x) for x in pt})
+        solves.append(LinearSolve(unknowns=ws, matrix=K, rhs=list(ptv)))
+        w = sp.Matrix(ws)
+    e2 = sp.exp(-2 * phi)
+    kin = (ptv.T * w)[0, 0]
+    U = red.potential
+    htilde = simp(sp.Rational(1, 2) * e2 * kin + U)
+    sdot = [simp(e2 * w[i]) for i in range(r)]
+    pdot = []
+    for sa in s:
+        dH = (
+            -sp.diff(phi, sa) * e2 * kin
+            - sp.Rational(1, 2) * e2 * (w.T * K.diff(sa) * w)[0, 0]
+            + sp.diff(U, sa)
+        )
+        pdot.append(simp(-dH))
+    return HamiltonisedSystem(
+        q=list(s),
+        p=pt,
+        hamiltonian=htilde,
+        phi=phi,
+        time_factor=sp.exp(-phi),
+        rhs=[*sdot, *pdot],
+        params=list(red.params),
+        solves=solves,
+    )
