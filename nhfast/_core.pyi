@@ -35,6 +35,16 @@ def integrate_batch(
     threads: int = 1,
     block: int = 64,
 ) -> None: ...
+def eval_soa(
+    kernel: Any,
+    ctx: Any,
+    t: NDArray[np.float64],
+    x: NDArray[np.float64],
+    par: NDArray[np.float64],
+    out: NDArray[np.float64],
+    threads: int = 1,
+    chunk: int = 4096,
+) -> None: ...
 def eval_rows(
     kernel: Any,
     ctx: Any,

@@ -94,10 +94,11 @@ cdef int _py_kernel(void *ctx, const double *t, const double *x, const double *p
         try:
             if nl <= 0:
                 return NH_OK
+            # exact extents: component i of lane l at i*ld + l, l < nl (ld may exceed nl)
             tv = <double[:nl]> t
-            xv = <double[:obj.nin * ld]> x
-            pv = <double[:obj.npar * ld]> par if obj.npar > 0 else None
-            ov = <double[:obj.nout * ld]> out
+            xv = <double[:(obj.nin - 1) * ld + nl]> x
+            pv = <double[:(obj.npar - 1) * ld + nl]> par if obj.npar > 0 else None
+            ov = <double[:(obj.nout - 1) * ld + nl]> out if obj.nout > 0 else None
             obj(tv, xv, pv, ov, nl, ld)
             return NH_OK
         except BaseException as exc:  # handed back to the caller, never lost
@@ -110,7 +111,7 @@ def python_kernel_capsule():
 
     The object must have integer attributes ``nin``, ``npar``, ``nout``, an ``error``
     attribute, and be callable as ``obj(t, x, par, out, nlanes, ld)`` on 1-D buffers in the
-    struct-of-arrays layout of the kernel ABI.
+    struct-of-arrays layout of the kernel ABI (each of length ``(k - 1) * ld + nlanes``).
     """
     return PyCapsule_New(<void *>_py_kernel, KERNEL_CAPSULE, NULL)
 
@@ -200,6 +201,41 @@ def integrate_batch(object rhs, object ctx, int64_t n, int64_t npar, int64_t spl
                 nl = size
             rcs[b] = nh_integrate_block(&sys, &opt, &t_eval[0], nt, &x0[0, 0], pp, par_stride,
                                         lane0, nl, block, &y[0, 0, 0], &status[0], &stats[0, 0])
+    _check(rcs, ctx)
+
+
+def eval_soa(object kernel, object ctx, const double[::1] t, const double[:, ::1] x,
+             const double[:, ::1] par, double[:, ::1] out, int threads=1, int64_t chunk=4096):
+    """Evaluate a kernel on struct-of-arrays data: ``x[i, l]``, ``par[k, l]``, ``out[j, l]``
+    for lanes ``l < len(t)``; the kernel is called on chunks of lanes in place (no copies)."""
+    cdef nh_kernel_fn fn = _unwrap(kernel)
+    cdef int64_t nl = t.shape[0], nin = x.shape[0], npar = par.shape[0], nout = out.shape[0]
+    cdef int64_t nchunks, c, l0, m
+    cdef void *cctx = <void *>ctx if ctx is not None else NULL
+    cdef const double *pp = NULL
+    cdef const double *xp = NULL
+    cdef double *op = NULL
+    if x.shape[1] != nl or out.shape[1] != nl or (npar > 0 and par.shape[1] != nl):
+        raise ValueError("x, par and out must have one column per lane")
+    if chunk < 1 or threads < 1:
+        raise ValueError("chunk and threads must be >= 1")
+    if nl == 0 or nout == 0:
+        return
+    if npar > 0:
+        pp = &par[0, 0]
+    xp = &x[0, 0]
+    op = &out[0, 0]
+    if ctx is not None:
+        threads = 1
+    nchunks = (nl + chunk - 1) // chunk
+    cdef int[::1] rcs = _codes(nchunks)
+    with nogil:
+        for c in prange(nchunks, num_threads=threads, schedule="static"):
+            l0 = c * chunk
+            m = nl - l0
+            if m > chunk:
+                m = chunk
+            rcs[c] = fn(cctx, &t[l0], xp + l0, pp + l0 if pp != NULL else NULL, op + l0, m, nl)
     _check(rcs, ctx)
 
 

@@ -65,27 +65,29 @@ class CompiledSystem:
             raise ValueError(f"x must have shape (..., {vf.n_state}), got {x.shape}")
         lead = x.shape[:-1]
         rows = int(np.prod(lead, dtype=np.int64))
-        xr = np.ascontiguousarray(x.reshape(rows, vf.n_state))
+        # struct-of-arrays in and out: the kernels run on the columns in place
+        xs = np.ascontiguousarray(x.reshape(rows, vf.n_state).T)
         tr = np.ascontiguousarray(np.broadcast_to(np.asarray(t, dtype=float), lead).reshape(rows))
         if vf.n_params == 0:
-            par = np.zeros((1, 0))
+            par = np.zeros((0, rows))
         else:
             if params is None:
                 raise ValueError(f"params are required: {', '.join(map(str, vf.params))}")
             par = np.asarray(params, dtype=float)
             if par.shape == (vf.n_params,):
-                par = par.reshape(1, -1)
+                par = np.broadcast_to(par[:, None], (vf.n_params, rows))
             elif par.shape == (*lead, vf.n_params):
-                par = par.reshape(rows, vf.n_params)
+                par = par.reshape(rows, vf.n_params).T
             else:
                 raise ValueError(
                     f"params must have shape ({vf.n_params},) or {(*lead, vf.n_params)}"
                 )
             par = np.ascontiguousarray(par)
         nout = self.n_out[kind]
-        out = np.empty((rows, nout))
+        out = np.empty((nout, rows))
         cap, ctx = self.kernels[kind]
-        _core.eval_rows(cap, ctx, nout, tr, xr, par, 1, out, threads=threads)
+        _core.eval_soa(cap, ctx, tr, xs, par, out, threads=threads)
+        out = out.T
         if kind == "jacobian":
             return out.reshape(*lead, vf.n_state, vf.n_state)
         return out.reshape(*lead, nout)

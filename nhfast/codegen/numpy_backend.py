@@ -47,9 +47,9 @@ class NumpyKernel:
     def __call__(self, t, x, par, out, nl: int, ld: int) -> None:
         """Evaluate on lanes ``0..nl-1`` of flat SoA buffers with lane stride ``ld``."""
         tv = np.asarray(t)[:nl]
-        xv = np.asarray(x).reshape(self.nin, ld)[:, :nl]
-        pv = np.asarray(par).reshape(self.npar, ld)[:, :nl] if self.npar else ()
-        ov = np.asarray(out).reshape(self.nout, ld)
+        xv = _rows(x, self.nin, nl, ld)
+        pv = _rows(par, self.npar, nl, ld) if self.npar else ()
+        ov = _rows(out, self.nout, nl, ld) if self.nout else None
         vals = [tv, *xv, *pv]
         mats: list[np.ndarray] = []
         for kind, r, f in self._phases:
@@ -67,6 +67,12 @@ class NumpyKernel:
                 vals += [du[:, a, j] for j in range(self.nin) for a in range(r)]
         for j, v in enumerate(self._f(*vals)):
             ov[j, :nl] = np.broadcast_to(np.asarray(v, dtype=float), (nl,))
+
+
+def _rows(buf, k: int, nl: int, ld: int) -> np.ndarray:
+    """(k, nl) view of a flat buffer holding row i at offset i * ld."""
+    a = np.asarray(buf)
+    return np.lib.stride_tricks.as_strided(a, shape=(k, nl), strides=(ld * a.itemsize, a.itemsize))
 
 
 def _solve(K: np.ndarray, b: np.ndarray) -> np.ndarray:
