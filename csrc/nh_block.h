@@ -231,13 +231,14 @@ static inline void nh_finite_lanes(const double *v, int64_t m, int64_t nl, unsig
 /*
  * One fixed step of size h from time t for every lane of the block: writes the increment
  * dx (SoA [n][nl]) and sets ok[l] = 0 for lanes whose stage equations did not converge.
- * `work` holds nh_fixed_work(method, n, nl) doubles; `state` persists across steps
- * (first-same-as-last data), reset by setting *fresh = 1.
+ * `work` holds nh_fixed_work(method, n, nl) doubles and persists across steps (leapfrog:
+ * the last kick's force; Gauss: the last stage derivatives, the next starting guess);
+ * *fresh = 1 tells a scheme that it holds nothing yet.
  */
 int64_t nh_fixed_work(int method, int64_t n, int64_t nl);
 int nh_rk4_step(nh_block *b, double t, double h, double *work, double *dx);
 int nh_leapfrog_step(nh_block *b, double t, double h, double *work, double *dx, int *fresh);
 int nh_gauss_step(nh_block *b, int stages, double t, double h, double *work, double *dx,
-                  unsigned char *ok);
+                  unsigned char *ok, int *fresh);
 
 #endif /* NH_BLOCK_H */

@@ -76,7 +76,7 @@ NH_CLONES int nh_leapfrog_step(nh_block *b, double t, double h, double *work, do
 /* -------------------------------------------------------------- Gauss-Legendre ---- */
 
 NH_CLONES int nh_gauss_step(nh_block *b, int s, double t, double h, double *work, double *dx,
-                  unsigned char *ok) {
+                  unsigned char *ok, int *fresh) {
     const int64_t n = b->n, nl = b->nl, m = n * nl;
     const double *A = s == 1 ? GL1_A : s == 2 ? GL2_A : GL3_A;
     const double *B = s == 1 ? GL1_B : s == 2 ? GL2_B : GL3_B;
@@ -88,7 +88,18 @@ NH_CLONES int nh_gauss_step(nh_block *b, int s, double t, double h, double *work
     const double tol = b->opt->tol;
     int rc = NH_OK;
 
-    for (int64_t i = 0; i < s * m; ++i) Z[i] = 0.0;
+    if (*fresh) {
+        for (int64_t i = 0; i < s * m; ++i) Z[i] = 0.0;
+        *fresh = 0;
+    } else {
+        /* start from the previous step's stage derivatives (still in K): Z = h A K */
+        for (int st = 0; st < s; ++st)
+            for (int64_t o = 0; o < m; o += NH_CHUNK) {
+                double z[NH_CHUNK];
+                nh_wsum(z, A + st * s, s, Ks, o);
+                for (int c = 0; c < NH_CHUNK; ++c) Z[st * m + o + c] = h * z[c];
+            }
+    }
     for (int64_t l = 0; l < nl; ++l) {
         conv[l] = !b->active[l];
         xmax[l] = 0.0;
@@ -204,7 +215,7 @@ NH_CLONES int nh_run_fixed(nh_block *b) {
                 rc = nh_leapfrog_step(b, t, hs, work, dx, &fresh);
                 break;
             default:
-                rc = nh_gauss_step(b, gauss_stages(o->method), t, hs, work, dx, ok);
+                rc = nh_gauss_step(b, gauss_stages(o->method), t, hs, work, dx, ok, &fresh);
                 break;
             }
             if (rc != NH_OK) break;
