@@ -214,6 +214,7 @@ def integrate(
             )
         par = np.ascontiguousarray(par)
 
+    system.check_domain(x, par, "x0")
     rtol = _positive(rtol, "rtol")
     atol = _positive(atol, "atol")
     tol = _positive(tol, "tol")

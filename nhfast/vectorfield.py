@@ -143,6 +143,10 @@ class VectorField:
     solves : sequence of LinearSolve, optional
         Auxiliary unknowns (velocities from momenta, say) that ``rhs`` and ``observables``
         may use, solved numerically in the generated code.
+    domain : mapping of str to sympy.Expr, optional
+        Conditions ``expr > 0`` (functions of states and params) that define where the
+        equations hold, e.g. ``{"hemisphere chart": 1 - s1**2 - s2**2}``; ``integrate``
+        rejects initial states outside it, naming the condition.
 
     Raises
     ------
@@ -159,6 +163,7 @@ class VectorField:
     split: int | None = None
     name: str = "system"
     solves: Sequence[Any] = ()
+    domain: Mapping[str, sp.Expr] | None = None
     _compiled: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -186,7 +191,14 @@ class VectorField:
         self.solves = tuple(self.solves)
         for sv in self._solve_specs:
             known |= set(sv.unknowns)
-        for label, exprs in (("rhs", self.rhs), ("observables", list(self.observables.values()))):
+        dom = dict(self.domain or {})
+        self.domain = dict(zip(dom, _exprs(dom.values(), "domain"), strict=True))
+        groups = (
+            ("rhs", self.rhs),
+            ("observables", list(self.observables.values())),
+            ("domain", list(self.domain.values())),
+        )
+        for label, exprs in groups:
             missing = set().union(*(e.free_symbols for e in exprs)) - known if exprs else set()
             if missing:
                 names = ", ".join(sorted(map(str, missing)))
@@ -205,6 +217,28 @@ class VectorField:
     @property
     def n_params(self) -> int:
         return len(self.params)
+
+    def check_domain(self, x: np.ndarray, params: np.ndarray, name: str = "x0") -> None:
+        """Raise ``ValueError`` if a row of ``x`` (with its ``params`` row, or the single row)
+        violates a ``domain`` condition."""
+        if not self.domain:
+            return
+        x = np.atleast_2d(np.asarray(x, dtype=float))
+        par = np.atleast_2d(np.asarray(params, dtype=float)) if self.n_params else None
+        args = [*self.states, *self.params]
+        for label, expr in self.domain.items():
+            f = sp.lambdify(args, expr, modules="numpy")
+            cols = [x[:, i] for i in range(self.n_state)]
+            if par is not None:
+                cols += [par[:, k] for k in range(self.n_params)]
+            val = np.broadcast_to(np.asarray(f(*cols), dtype=float), (x.shape[0],))
+            bad = np.flatnonzero(~(val > 0))
+            if bad.size:
+                raise ValueError(
+                    f"{name}: {bad.size} state(s) outside the domain of {self.name!r}: "
+                    f"condition {label!r} ({expr} > 0) fails at row {bad[0]} "
+                    f"(value {val[bad[0]]:.3g})"
+                )
 
     def _no_solves(self, what: str) -> None:
         if self._solve_specs:

@@ -80,3 +80,26 @@ def test_veselova_energy_conserved_in_chart():
     res = nh.integrate(vf, x, np.linspace(0, 1, 5), params=a, rtol=1e-12, atol=1e-12)
     e = res.observables["energy"]
     assert np.max(np.abs(e - e[:, :1]) / np.abs(e[:, :1])) < 1e-10
+
+
+def test_veselova_chart_point_outside_domain_is_rejected():
+    n = 4
+    vf = chaplygin_equations(veselova(n), simplify=False).as_vector_field()
+    x, a = _points(n, 3, 5)
+    x[1, : n - 1] = [0.8, 0.6, 0.1]  # |s| > 1: gamma_n would be imaginary
+    with pytest.raises(ValueError, match="x0: 1 state.*hemisphere chart: gamma_n > 0.* row 1"):
+        nh.integrate(vf, x, [0.0, 0.1], params=a)
+    x[1, : n - 1] = [0.8, 0.6, 0.0]  # on the equator: gamma_n = 0 is outside the open chart
+    with pytest.raises(ValueError, match="hemisphere chart"):
+        nh.integrate(vf, x, [0.0, 0.1], params=a)
+
+
+def test_domain_condition_validation():
+    x, y = sp.symbols("x y")
+    with pytest.raises(ValueError, match="domain uses symbols .*: y"):
+        nh.VectorField([x], [x], domain={"bad": 1 - y})
+    vf = nh.VectorField([x], [-x], domain={"x positive": x})
+    res = nh.integrate(vf, [[1.0], [2.0]], [0.0, 1.0])
+    assert res.success
+    with pytest.raises(ValueError, match="condition 'x positive'"):
+        nh.integrate(vf, [[1.0], [-2.0]], [0.0, 1.0])

@@ -74,6 +74,8 @@ class EquationsOfMotion:
         Further named expressions (e.g. ``{"time_factor": ...}``).
     solves : list of LinearSolve
         Auxiliary linear systems (see module docstring); empty for explicit equations.
+    domain : dict
+        Conditions ``expr > 0`` where the equations hold (a chart's domain, say).
     kind : str
         Which construction produced the equations.
     """
@@ -86,6 +88,7 @@ class EquationsOfMotion:
     observables: dict = field(default_factory=dict)
     solves: list = field(default_factory=list)
     kind: str = ""
+    domain: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if len(self.states) != len(self.rhs):
@@ -104,7 +107,12 @@ class EquationsOfMotion:
         obs = {"energy": self.energy, **self.observables}
         kwargs: dict[str, Any] = {"solves": list(self.solves)} if self.solves else {}
         return VectorField(
-            states=self.states, rhs=self.rhs, params=self.params, observables=obs, **kwargs
+            states=self.states,
+            rhs=self.rhs,
+            params=self.params,
+            observables=obs,
+            domain=self.domain or None,
+            **kwargs,
         )
 
     def explicit(self, simplify: Simplifier = False) -> EquationsOfMotion:
@@ -433,7 +441,7 @@ def chaplygin_equations(
             f"got {type(system).__name__}"
         )
     r = system.rank
-    return reduced_almost_poisson(
+    eq = reduced_almost_poisson(
         system.s,
         sp.eye(r),
         system.K,
@@ -445,3 +453,5 @@ def chaplygin_equations(
         simplify=simplify,
         kind="chaplygin",
     )
+    eq.domain = dict(system.extra.get("domain", {}))  # a chart's domain travels along
+    return eq

@@ -209,7 +209,8 @@ def veselova(n: int, potential: Any = None) -> ReducedChaplyginSystem:
     Returns
     -------
     ReducedChaplyginSystem
-        ``s = (s1..s_{n-1})``, params ``(a1..an)``, ``extra["gamma"]``, ``extra["c"]``.
+        ``s = (s1..s_{n-1})``, params ``(a1..an)``, ``extra["gamma"]``, ``extra["c"]`` and
+        ``extra["domain"]`` (the chart's domain ``1 - |s|^2 > 0``, checked by ``integrate``).
     """
     s, a = _veselova_symbols(n)
     g = veselova_hemisphere_gamma(s)
@@ -233,8 +234,15 @@ def veselova(n: int, potential: Any = None) -> ReducedChaplyginSystem:
                     + s[i] * (a[i] - an) * (1 if j == k else 0)
                 ) / c
     U = _pot(potential, [g])
+    domain = {"hemisphere chart: gamma_n > 0": 1 - sum(si**2 for si in s)}
     return ReducedChaplyginSystem(
-        s=s, K=K, C=C, potential=U, params=a, name=f"veselova_{n}", extra={"gamma": g, "c": c}
+        s=s,
+        K=K,
+        C=C,
+        potential=U,
+        params=a,
+        name=f"veselova_{n}",
+        extra={"gamma": g, "c": c, "domain": domain},
     )
 
 
