@@ -468,3 +468,35 @@ def hamiltonise(
         params=list(red.params),
         solves=solves,
     )
+
+
+def reducing_multiplier(system: Any, simplify: Simplifier = True) -> HamiltonisedSystem:
+    """Chaplygin's reducing multiplier for a rank-2 Chaplygin system.
+
+    For ``r = 2`` a basic invariant measure ``exp(sigma) ds dp`` (Theorem 3.11 of seed 004,
+    ``Theta = d sigma``) is all that is needed: with ``phi = sigma / (r - 1) = sigma`` the
+    system is phi-simple (Corollary 3.25: for r = 2, phi-simple iff Theta is exact) and the
+    time change ``dt = exp(-phi) dtau`` with ``ptilde = exp(phi) p`` makes it Hamiltonian
+    (Theorem 3.21).
+
+    Parameters
+    ----------
+    system : ChaplyginSystem or ReducedChaplyginSystem
+    simplify : bool or callable
+
+    Returns
+    -------
+    HamiltonisedSystem
+
+    Raises
+    ------
+    ValueError
+        If ``r != 2`` or the system has no basic invariant measure (with the reason).
+    """
+    red = _reduced(system, simplify)
+    if red.rank != 2:
+        raise ValueError(f"system: the reducing multiplier needs rank r = 2, got r = {red.rank}")
+    measure = invariant_measure(red, simplify=simplify)
+    if measure.sigma is None:
+        raise ValueError(f"system: no basic invariant measure, so no multiplier: {measure.reason}")
+    return hamiltonise(red, phi=measure.sigma, simplify=simplify)
