@@ -43,6 +43,11 @@ class LinearSolve:
     spd: bool = True
 
 
+def deriv_symbol(k: int, a: int, j: int) -> sp.Symbol:
+    """Symbol of d u_a / d x_j for the unknowns u of solve k (see ``with_divergence``)."""
+    return sp.Symbol(f"nh_d{k}_{a}_{j}")
+
+
 def _solve_specs(solves: Sequence[Any], known: set) -> list[SolveSpec]:
     """Validate the user's solves (anything with unknowns/matrix/rhs) in order."""
     specs = []
@@ -189,8 +194,10 @@ class VectorField:
         )
         self._solve_specs = _solve_specs(list(self.solves), known)
         self.solves = tuple(self.solves)
-        for sv in self._solve_specs:
+        for k, sv in enumerate(self._solve_specs):
             known |= set(sv.unknowns)
+            # derivatives of the unknowns, as used by with_divergence()
+            known |= {deriv_symbol(k, a, j) for a in range(sv.r) for j in range(len(self.states))}
         dom = dict(self.domain or {})
         self.domain = dict(zip(dom, _exprs(dom.values(), "domain"), strict=True))
         groups = (
@@ -217,6 +224,40 @@ class VectorField:
     @property
     def n_params(self) -> int:
         return len(self.params)
+
+    def _deriv_symbols_used(self) -> set:
+        if not self._solve_specs:
+            return set()
+        used = set().union(*(sp.sympify(e).free_symbols for e in self.rhs))
+        for e in self.observables.values():
+            used |= e.free_symbols
+        return {u for u in used if str(u).startswith("nh_d")}
+
+    def with_divergence(self, name: str = "ell") -> VectorField:
+        """The system with one more state ``ell`` and ``ell' = div X`` (Liouville's integral).
+
+        Along a trajectory ``ell(t) = int_0^t div X``, so that ``exp(-ell)`` is the Jacobian
+        determinant factor of the coordinate volume; a density ``rho`` is invariant iff
+        ``log rho(x(t)) + ell(t) - log rho(x(0))`` stays zero. Works with ``solves`` (the
+        divergence is differentiated through them implicitly).
+        """
+        taken = {str(x) for x in [*self.states, *self.params]}
+        ell = sp.Symbol(name) if name not in taken else sp.Dummy(name)
+        if self._solve_specs:
+            _, D = self._total_derivatives()
+            div = sp.Add(*[D(f, i) for i, f in enumerate(self.rhs)])
+        else:
+            div = self.divergence()
+        return VectorField(
+            states=[*self.states, ell],
+            rhs=[*self.rhs, div],
+            params=self.params,
+            observables=self.observables,
+            time=self.time,
+            name=f"{self.name} with divergence",
+            solves=self.solves,
+            domain=self.domain or None,
+        )
 
     def check_domain(self, x: np.ndarray, params: np.ndarray, name: str = "x0") -> None:
         """Raise ``ValueError`` if a row of ``x`` (with its ``params`` row, or the single row)
@@ -277,7 +318,7 @@ class VectorField:
 
         for k, sv in enumerate(self._solve_specs):
             r = sv.r
-            syms = [[sp.Symbol(f"nh_d{k}_{a}_{j}") for j in range(n)] for a in range(r)]
+            syms = [[deriv_symbol(k, a, j) for j in range(n)] for a in range(r)]
             K = sp.Matrix(r, r, list(sv.matrix))
             u = sp.Matrix(sv.unknowns)
             cols = []
@@ -380,8 +421,20 @@ class VectorField:
         derivs: list[DerivSpec] = []
         need: set[str] = set()
         D = None
-        if self._solve_specs and {"jacobian", "divergence"} & set(companions):
+        dsyms = self._deriv_symbols_used()
+        if dsyms and {"jacobian", "divergence"} & set(companions):
+            raise ValueError(
+                "the Jacobian or divergence of a field that already uses derivatives of its "
+                "solves' unknowns (a with_divergence() field) would need second derivatives"
+            )
+        if self._solve_specs and ({"jacobian", "divergence"} & set(companions) or dsyms):
             derivs, D = self._total_derivatives()
+        if dsyms & set().union(*(sp.sympify(e).free_symbols for e in self.rhs)):
+            need.add("rhs")
+        if self.observables and dsyms & set().union(
+            *(e.free_symbols for e in self.observables.values())
+        ):
+            need.add("observables")
         n = self.n_state
         for c in companions:
             if c == "jacobian":

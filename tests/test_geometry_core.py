@@ -103,3 +103,43 @@ def test_domain_condition_validation():
     assert res.success
     with pytest.raises(ValueError, match="condition 'x positive'"):
         nh.integrate(vf, [[1.0], [-2.0]], [0.0, 1.0])
+
+
+def test_liouville_integral_matches_flow_determinant():
+    """ell' = div X integrated alongside: exp(ell(t)) = det(dphi_t/dx) (Liouville's formula)."""
+    x, v, mu = sp.symbols("x v mu")
+    vdp = nh.VectorField([x, v], [v, mu * (1 - x**2) * v - x], params=[mu])
+    aug = vdp.with_divergence()
+    x0 = np.array([[0.5, 0.1], [1.5, -0.3]])
+    t = np.linspace(0.0, 3.0, 4)
+    res = nh.integrate(aug, np.hstack([x0, np.zeros((2, 1))]), t, params=[0.7], rtol=1e-12)
+    var = vdp.variational()
+    rv = nh.integrate(var, vdp.variational_initial(x0), t, params=[0.7], rtol=1e-12, atol=1e-12)
+    _, M = vdp.variational_split(rv.y)
+    assert np.allclose(np.exp(res.y[..., 2]), np.linalg.det(M), rtol=1e-9)
+    assert np.allclose(res.y[..., :2], rv.y[..., :2], atol=1e-10)
+
+
+@pytest.mark.parametrize("n", [4, 5])
+def test_veselova_density_defect_along_trajectories(n):
+    """log rho(x(t)) + ell(t) - log rho(x(0)) = 0 for the seed's density, not for rho = 1.
+
+    n = 4 has a symbolic right-hand side, n = 5 a linear solve (divergence through it)."""
+    V = veselova(n)
+    eq = chaplygin_equations(V, simplify=False)
+    assert bool(eq.solves) == (n == 5)
+    vf = eq.as_vector_field().with_divergence()
+    x, a = _points(n, 16, 21)
+    x[:, : n - 1] *= 0.5
+    x[:, n - 1 :] *= 0.3
+    x0 = np.hstack([x, np.zeros((len(x), 1))])
+    res = nh.integrate(vf, x0, np.linspace(0, 1, 5), params=a, rtol=1e-12, atol=1e-12)
+    s = res.y[..., : n - 1]
+    c = a[:, None, -1] + np.sum((a[:, None, : n - 1] - a[:, None, -1:]) * s**2, axis=-1)
+    log_rho = (2 - n) / 2 * np.log(c)
+    defect = log_rho + res.y[..., -1] - log_rho[:, :1]
+    assert np.max(np.abs(defect)) < 1e-9
+    assert np.max(np.abs(res.y[..., -1])) > 1e-3  # the coordinate volume itself is not preserved
+    if eq.solves:
+        with pytest.raises(ValueError, match="second derivatives"):
+            vf.compile(("divergence",))
