@@ -359,11 +359,7 @@ class VectorField:
         if any(str(s) in taken for s in M):
             M = sp.Matrix(n, n, lambda i, j: sp.Dummy(f"M_{i}_{j}"))
         dM = J * M
-        rows = list(range(n))
-        if self.split is not None:
-            groups = [rows[: self.split], rows[self.split :]]
-        else:
-            groups = [rows]
+        groups = self._variational_groups()
         states: list[sp.Symbol] = []
         rhs: list[sp.Expr] = []
         for g in groups:
@@ -382,13 +378,18 @@ class VectorField:
             name=f"{self.name} (variational)",
         )
 
+    def _variational_groups(self) -> list[list[int]]:
+        """State indices in the order of the augmented system: (positions, momenta) for a
+        partitioned system, else all at once."""
+        rows = list(range(self.n_state))
+        return [rows[: self.split], rows[self.split :]] if self.split is not None else [rows]
+
     def variational_initial(self, x0: np.ndarray) -> np.ndarray:
         """Initial states for :meth:`variational` from states ``x0`` of shape (..., n)."""
         x0 = np.asarray(x0, dtype=float)
         n = self.n_state
         eye = np.broadcast_to(np.eye(n), (*x0.shape[:-1], n, n))
-        rows = list(range(n))
-        groups = [rows[: self.split], rows[self.split :]] if self.split is not None else [rows]
+        groups = self._variational_groups()
         parts = []
         for g in groups:
             for_g = [x0[..., g]]
@@ -401,8 +402,7 @@ class VectorField:
         """Split outputs of :meth:`variational` into states (..., n) and M (..., n, n)."""
         y = np.asarray(y)
         n = self.n_state
-        rows = list(range(n))
-        groups = [rows[: self.split], rows[self.split :]] if self.split is not None else [rows]
+        groups = self._variational_groups()
         x = np.empty((*y.shape[:-1], n))
         M = np.empty((*y.shape[:-1], n, n))
         pos = 0
