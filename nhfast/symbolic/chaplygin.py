@@ -181,7 +181,9 @@ def integrate_exact_form(
     for i, si in enumerate(s):
         rem = simp(sp.sympify(form[i]) - sp.diff(sigma, si))
         if rem != 0:
-            sigma = sigma + _generic_branch(sp.integrate(rem, si))
+            # cancel: sympy returns e.g. (a3 - a1) log(c) / (2 (a1 - a3)), which is 0/0 at
+            # a1 = a3 although the potential is fine there
+            sigma = sigma + _generic_branch(sp.cancel(sp.integrate(rem, si)))
     sigma = simp(sigma)
     for i, si in enumerate(s):
         if not is_zero(sp.diff(sigma, si) - form[i]):

@@ -9,7 +9,9 @@ from nhfast.systems.examples import (
     veselova_coordinates,
     veselova_left_trivialised,
 )
+from nhfast.systems.liegroup import LieGroupSystem, suslov, veselova_body_so3
 from nhfast.systems.nonholonomic import ChaplyginSystem, NonholonomicSystem, ReducedChaplyginSystem
+from nhfast.systems.veselova import veselova_embedded, veselova_unreduced
 
 __all__ = [
     "NonholonomicSystem",
@@ -22,4 +24,9 @@ __all__ = [
     "veselova",
     "veselova_left_trivialised",
     "veselova_coordinates",
+    "veselova_embedded",
+    "veselova_unreduced",
+    "LieGroupSystem",
+    "suslov",
+    "veselova_body_so3",
 ]

@@ -35,3 +35,14 @@ def test_no_multiplier_without_measure_or_with_wrong_rank():
         reducing_multiplier(chaplygin_sleigh().reduce())
     with pytest.raises(ValueError, match="needs rank r = 2, got r = 3"):
         reducing_multiplier(veselova(4))
+
+
+def test_phi_has_no_removable_singularity_in_the_parameters():
+    """Unsimplified integration gave (a3 - a1) log c / (2 (a1 - a3)): NaN at a1 = a3."""
+    V = veselova(3)
+    phi = phi_simple(V, simplify=False).phi
+    a1, a2, a3 = V.params
+    s1, s2 = V.s
+    val = phi.subs({a1: 2, a2: 3, a3: 2, s1: sp.Rational(1, 3), s2: sp.Rational(1, 4)})
+    ref = -sp.log(2 + (3 - 2) * sp.Rational(1, 16)) / 2
+    assert sp.simplify(val - ref) == 0
