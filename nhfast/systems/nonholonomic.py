@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import sympy as sp
 
 from nhfast.symbolic import frames as _fr
@@ -61,7 +62,28 @@ def _check_metric(
                 raise ValueError(
                     f"{name} is not symmetric: entry ({i}, {j}) differs from ({j}, {i})"
                 )
+    _check_positive(g, declared, name)
     return g
+
+
+def _check_positive(g: sp.Matrix, declared: list[sp.Symbol], name: str) -> None:
+    """Raise unless ``g`` is positive definite at a few generic points (a kinetic metric)."""
+    for seed in range(3):
+        pt = generic_point(declared, seed=seed)
+        m = g.subs(pt)
+        if m.free_symbols:
+            return  # symbols we cannot place (undeclared ones were rejected before)
+        arr = np.array(m.evalf(30).tolist(), dtype=float)
+        eig = np.linalg.eigvalsh(arr)
+        scale = max(1.0, float(np.abs(eig).max()))
+        where = ", ".join(f"{k}={v}" for k, v in pt.items())
+        if abs(eig.min()) <= 1e-12 * scale:
+            raise ValueError(f"{name} is singular at the generic point ({where})")
+        if eig.min() < 0:
+            raise ValueError(
+                f"{name} is not positive definite at the generic point ({where}): "
+                f"smallest eigenvalue {eig.min():.3g}"
+            )
 
 
 class NonholonomicSystem:

@@ -148,3 +148,13 @@ def test_reduced_system_validation() -> None:
         ReducedChaplyginSystem(
             s=[s1, s2], K=sp.diag(1, sp.Symbol("m")), C=sp.MutableDenseNDimArray.zeros(2, 2, 2)
         )
+
+
+def test_metric_must_be_positive_definite() -> None:
+    x, y, m = sp.symbols("x y m")
+    W = sp.Matrix([[1, -x]])
+    with pytest.raises(ValueError, match="metric is singular at the generic point"):
+        NonholonomicSystem([x, y], sp.Matrix([[m, m], [m, m]]), 0, constraints=W, params=[m])
+    with pytest.raises(ValueError, match="metric is not positive definite .* eigenvalue"):
+        NonholonomicSystem([x, y], sp.diag(m, -m), 0, constraints=W, params=[m])
+    NonholonomicSystem([x, y], sp.diag(m, 2 * m), 0, constraints=W, params=[m])  # fine
