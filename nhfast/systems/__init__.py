@@ -12,6 +12,7 @@ from nhfast.systems.examples import (
 from nhfast.systems.liegroup import LieGroupSystem, suslov, veselova_body_so3
 from nhfast.systems.nonholonomic import ChaplyginSystem, NonholonomicSystem, ReducedChaplyginSystem
 from nhfast.systems.veselova import veselova_embedded, veselova_unreduced
+from nhfast.systems.wheeled import two_wheeled_carriage, unicycle
 
 __all__ = [
     "NonholonomicSystem",
@@ -29,4 +30,6 @@ __all__ = [
     "LieGroupSystem",
     "suslov",
     "veselova_body_so3",
+    "unicycle",
+    "two_wheeled_carriage",
 ]
