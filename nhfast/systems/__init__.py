@@ -11,7 +11,7 @@ from nhfast.systems.examples import (
 )
 from nhfast.systems.liegroup import LieGroupSystem, suslov, veselova_body_so3
 from nhfast.systems.nonholonomic import ChaplyginSystem, NonholonomicSystem, ReducedChaplyginSystem
-from nhfast.systems.veselova import veselova_embedded, veselova_unreduced
+from nhfast.systems.veselova_forms import veselova_embedded, veselova_unreduced
 from nhfast.systems.wheeled import two_wheeled_carriage, unicycle
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Euler-Poincare-Suslov systems (nhfast.systems.liegroup): Suslov problem on SO(3), a
 left-invariant constraint on SO(4), and Veselova's body equations for n = 3 against the
-unreduced SO(3) form of nhfast.systems.veselova."""
+unreduced SO(3) form of nhfast.systems.veselova_forms."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from nhfast.systems.liegroup import (
     suslov,
     veselova_body_so3,
 )
-from nhfast.systems.veselova import (
+from nhfast.systems.veselova_forms import (
     embedded_momentum,
     embedded_to_unreduced,
     veselova_unreduced,

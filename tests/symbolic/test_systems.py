@@ -158,3 +158,12 @@ def test_metric_must_be_positive_definite() -> None:
     with pytest.raises(ValueError, match="metric is not positive definite .* eigenvalue"):
         NonholonomicSystem([x, y], sp.diag(m, -m), 0, constraints=W, params=[m])
     NonholonomicSystem([x, y], sp.diag(m, 2 * m), 0, constraints=W, params=[m])  # fine
+
+
+def test_package_exports_are_the_functions() -> None:
+    """A submodule named like an exported function would shadow it on the package."""
+    import nhfast.systems as systems
+
+    for name in systems.__all__:
+        assert not isinstance(getattr(systems, name), type(systems)), name
+    assert callable(systems.veselova) and systems.veselova(3).rank == 2
