@@ -1,0 +1,1 @@
+"""Checks on sampled trajectories: invariant measures, Hamiltonisation, drift, reports."""
