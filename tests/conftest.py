@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 
+import numpy as np
 import pytest
 import sympy as sp
 
@@ -58,3 +59,25 @@ def sleigh() -> nh.VectorField:
         observables={"energy": energy},
         name="chaplygin sleigh",
     )
+
+
+def _veselova_closed_form(s: np.ndarray, p: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, float]:
+    """Reduced Veselova field and energy on the hemisphere chart, U = 0 (digest seed004.md
+    4.3(a) closed forms), written independently of the symbolic layer."""
+    an, ak = a[-1], a[:-1]
+    c = an + np.sum((ak - an) * s**2)  # (A gamma, gamma)
+    b = 1 / an + np.sum((1 / ak - 1 / an) * s**2)
+    s1, s2, q1 = np.sum(s * p), np.sum(s * p / ak), np.sum(p**2 / ak)
+    N = q1 + b * s1**2 - 2 * s1 * s2
+    sdot = (p / ak + s * (b * s1 - s2) - s1 * s / ak) / c
+    dphi = -(ak - an) * s / c
+    dN = 2 * (1 / ak - 1 / an) * s * s1**2 + 2 * b * s1 * p - 2 * p * s2 - 2 * s1 * p / ak
+    dH = dN / (2 * c) - N * (ak - an) * s / c**2
+    pdot = -dH - p * (dphi @ sdot) + dphi * (p @ sdot)
+    return np.concatenate([sdot, pdot]), N / (2 * c)
+
+
+@pytest.fixture(scope="session")
+def veselova_closed_form():
+    """``f(s, p, a) -> (rhs, energy)``: the reduced Veselova field in closed form (oracle)."""
+    return _veselova_closed_form

@@ -211,26 +211,8 @@ def test_disk_reduced_equations_are_free() -> None:
     assert all(is_zero(e) for e in eq.rhs[2:])
 
 
-def _veselova_closed_form_rhs(n: int, s: np.ndarray, p: np.ndarray, a: np.ndarray) -> tuple:
-    """Digest seed004.md 4.3(a) closed forms (derived there, checked there), U = 0."""
-    an = a[-1]
-    ak = a[:-1]
-    c = an + np.sum((ak - an) * s**2)
-    b = 1 / an + np.sum((1 / ak - 1 / an) * s**2)
-    s1 = np.sum(s * p)
-    s2 = np.sum(s * p / ak)
-    q1 = np.sum(p**2 / ak)
-    N = q1 + b * s1**2 - 2 * s1 * s2
-    sdot = (p / ak + s * (b * s1 - s2) - s1 * s / ak) / c
-    dphi = -(ak - an) * s / c
-    dN = 2 * (1 / ak - 1 / an) * s * s1**2 + 2 * b * s1 * p - 2 * p * s2 - 2 * s1 * p / ak
-    dH = dN / (2 * c) - N * (ak - an) * s / c**2
-    pdot = -dH - p * (dphi @ sdot) + dphi * (p @ sdot)
-    return np.concatenate([sdot, pdot]), N / (2 * c)
-
-
 @pytest.mark.parametrize(("n", "inverse"), [(3, "auto"), (4, "solve"), (5, "auto")])
-def test_veselova_reduced_rhs_vs_closed_forms(n: int, inverse: str) -> None:
+def test_veselova_reduced_rhs_vs_closed_forms(n: int, inverse: str, veselova_closed_form) -> None:
     V = veselova(n)
     eq = chaplygin_equations(V, inverse=inverse, simplify=False)
     assert bool(eq.solves) == (inverse == "solve" or n - 1 > 3)
@@ -242,7 +224,7 @@ def test_veselova_reduced_rhs_vs_closed_forms(n: int, inverse: str) -> None:
         p = rng.uniform(-1, 1, n - 1)
         a = rng.uniform(0.5, 3.0, n)
         rhs = f(np.concatenate([s, p]), a)
-        exp, H = _veselova_closed_form_rhs(n, s, p, a)
+        exp, H = veselova_closed_form(s, p, a)
         assert np.allclose(rhs, exp, rtol=1e-11, atol=1e-12)
         if en is not None:
             assert abs(en(np.concatenate([s, p]), a) - H) < 1e-12
