@@ -83,6 +83,8 @@ class CompiledSystem:
                     f"params must have shape ({vf.n_params},) or {(*lead, vf.n_params)}"
                 )
             par = np.ascontiguousarray(par)
+            vf.check_params(par.T)
+        vf.check_domain(x.reshape(rows, vf.n_state), par.T, "x")
         nout = self.n_out[kind]
         out = np.empty((nout, rows))
         cap, ctx = self.kernels[kind]

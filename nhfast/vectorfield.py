@@ -170,6 +170,7 @@ class VectorField:
     solves: Sequence[Any] = ()
     domain: Mapping[str, sp.Expr] | None = None
     _compiled: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _domain_funcs: dict | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.states = _symbols(self.states, "states")
@@ -266,9 +267,14 @@ class VectorField:
             return
         x = np.atleast_2d(np.asarray(x, dtype=float))
         par = np.atleast_2d(np.asarray(params, dtype=float)) if self.n_params else None
-        args = [*self.states, *self.params]
+        if self._domain_funcs is None:
+            args = [*self.states, *self.params]
+            self._domain_funcs = {
+                label: sp.lambdify(args, expr, modules="numpy")
+                for label, expr in self.domain.items()
+            }
         for label, expr in self.domain.items():
-            f = sp.lambdify(args, expr, modules="numpy")
+            f = self._domain_funcs[label]
             cols = [x[:, i] for i in range(self.n_state)]
             if par is not None:
                 cols += [par[:, k] for k in range(self.n_params)]
@@ -280,6 +286,31 @@ class VectorField:
                     f"condition {label!r} ({expr} > 0) fails at row {bad[0]} "
                     f"(value {val[bad[0]]:.3g})"
                 )
+
+    def check_params(self, params: np.ndarray, name: str = "params") -> None:
+        """Raise ``ValueError`` if a parameter value contradicts its SymPy assumptions.
+
+        Symbols declared ``positive=True`` (or ``nonnegative``, ``nonzero``) were used that way
+        when the equations were simplified, so a value breaking the assumption would give a
+        silently wrong vector field.
+        """
+        if not self.n_params:
+            return
+        par = np.atleast_2d(np.asarray(params, dtype=float))
+        rules = (
+            ("positive", lambda v: v > 0, "> 0"),
+            ("nonnegative", lambda v: v >= 0, ">= 0"),
+            ("nonzero", lambda v: v != 0, "!= 0"),
+        )
+        for k, sym in enumerate(self.params):
+            col = par[:, k]
+            for assumption, ok, text in rules:
+                if getattr(sym, f"is_{assumption}") and not np.all(ok(col)):
+                    row = int(np.flatnonzero(~ok(col))[0])
+                    raise ValueError(
+                        f"{name}: parameter {sym} of {self.name!r} is declared {assumption} "
+                        f"(must be {text}); got {col[row]!r} in row {row}"
+                    )
 
     def _no_solves(self, what: str) -> None:
         if self._solve_specs:

@@ -459,11 +459,13 @@ def test_sleigh_chaplygin_chart_singular_point() -> None:
         nh.integrate(vf, [0.0, 0.0, 1.0, 1.0], [0.0, 1.0], params=[1.0, 1.0, 1.0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="library gap (reported): evaluate() does not check the domain, returns NaN",
-)
 def test_evaluate_outside_the_chart() -> None:
     vf = _vector_field("veselova3", "reduced")
     with pytest.raises(ValueError, match="hemisphere chart"):
         vf.evaluate("rhs", [0.9, 0.9, 0.0, 0.0], params=[1.0, 2.0, 3.0])
+
+
+def test_evaluate_rejects_a_negative_inertia() -> None:
+    vf = _vector_field("veselova3", "reduced")
+    with pytest.raises(ValueError, match="a2 .*declared positive"):
+        vf.evaluate("rhs", [0.1, 0.1, 0.0, 0.0], params=[1.0, -2.0, 3.0])
