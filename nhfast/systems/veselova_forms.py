@@ -133,6 +133,11 @@ def veselova_embedded(n: int, potential: Potential = None) -> VectorField:
         volume of ``T*S^{n-1}``, equivalently ``ds dp`` in any chart, and -- on the
         constraint manifold -- with respect to Lebesgue ``dgamma dm`` for *this* extension of
         the field; see the module docstring).
+
+    See Also
+    --------
+    nhfast.systems.veselova_large.veselova_structured : the same field with looped
+        (``O(n)``-size) generated code, for large ``n``.
     """
     n = _check_n(n)
     gam = list(sp.symbols(f"gamma1:{n + 1}", real=True))
