@@ -39,7 +39,9 @@ def test_rhs_evaluations(benchmark, system, lanes):
             cs.evaluate("rhs", x, params=par)
 
     benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)
-    benchmark.extra_info.update(tool="nhfast", lanes=lanes, work=lanes * reps, unit="rhs/s")
+    benchmark.extra_info.update(
+        tool="nhfast", n=vf.n_state, lanes=lanes, work=lanes * reps, unit="rhs/s"
+    )
 
 
 @pytest.mark.parametrize("lanes", [1, 1000, 100_000])
@@ -57,7 +59,9 @@ def test_rhs_evaluations_numpy_lambdify(benchmark, system, lanes):
             f(x, par)
 
     benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)
-    benchmark.extra_info.update(tool="numpy-lambdify", lanes=lanes, work=lanes * reps, unit="rhs/s")
+    benchmark.extra_info.update(
+        tool="numpy-lambdify", n=vf.n_state, lanes=lanes, work=lanes * reps, unit="rhs/s"
+    )
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -76,7 +80,7 @@ def test_trajectories_nhfast(benchmark, system, lanes, threads):
     benchmark.pedantic(run, rounds=3 if lanes > 1000 else 5, iterations=1, warmup_rounds=1)
     r = res["r"]
     benchmark.extra_info.update(
-        tool="nhfast", lanes=lanes, threads=threads, work=lanes, unit="traj/s",
+        tool="nhfast", n=vf.n_state, lanes=lanes, threads=threads, work=lanes, unit="traj/s",
         rhs_evals=int(r.stats["rhs_evals"].sum()),
     )  # fmt: skip
 
@@ -99,7 +103,9 @@ def test_trajectories_scipy(benchmark, system, lanes):
             solve_ivp(rhs, (0, 10), x0[i], method="DOP853", t_eval=T_EVAL, **TOL)
 
     benchmark.pedantic(run, rounds=3, iterations=1)
-    benchmark.extra_info.update(tool="scipy", lanes=lanes, timed_lanes=k, work=k, unit="traj/s")
+    benchmark.extra_info.update(
+        tool="scipy", n=vf.n_state, lanes=lanes, timed_lanes=k, work=k, unit="traj/s"
+    )
 
 
 @pytest.mark.parametrize("lanes", [1000])
@@ -119,7 +125,9 @@ def test_trajectories_scipy_vectorised_batch(benchmark, system, lanes):
         solve_ivp(rhs, (0, 10), x0, method="DOP853", t_eval=T_EVAL, **TOL)
 
     benchmark.pedantic(run, rounds=3, iterations=1)
-    benchmark.extra_info.update(tool="scipy-batch", lanes=lanes, work=lanes, unit="traj/s")
+    benchmark.extra_info.update(
+        tool="scipy-batch", n=vf.n_state, lanes=lanes, work=lanes, unit="traj/s"
+    )
 
 
 def test_agreement_with_scipy(system):
