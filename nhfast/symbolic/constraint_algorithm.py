@@ -1,0 +1,653 @@
+"""Seed 003's Hamiltonian constraint algorithm and the vakonomic bracket (pure SymPy).
+
+**The algorithm** (seed 003 Sections III and V; Gotay-Nester on the Hamiltonian side, in the
+Dirac-Bergmann form): on ``T*P`` with canonical coordinates, a Hamiltonian ``H`` and primary
+constraints ``phi_k`` (stage 1, ``M_1``), the total Hamiltonian is ``H + u^k phi_k``.  At each step
+the consistency conditions ``{c, H} + u^k {c, phi_k} = 0`` are imposed, on the current constraint
+set, for every constraint ``c`` found so far.  Combinations ``nu`` with ``nu^T A = 0``
+(``A_{c k} = {c, phi_k}``) give new constraints ``nu^T {c, H}``.  The algorithm stops at step
+``k`` when ``M_{k+1} = M_k``; the multipliers ``u`` (for the vakonomic problem: the rates
+``lambdadot``) are determined iff ``A`` has rank ``#phi`` on the final set.
+
+**Vakonomic case** (seed 003 Section V): ``P = Q x R^m``, ``calL = L + lambda^i W_iA qdot^A``,
+``FL: phat_A = g_AB qdot^B + lambda^i W_iA, p_lambda = 0``; ``h_1 = 1/2 g^{AB} (phat_A - lambda^i
+W_iA)(phat_B - lambda^j W_jB) + U`` (the paper prints ``+U+U``, a typo); primary ``p_lambda_i = 0``,
+secondary ``chi_i = -dh_1/dlambda^i = W_iA g^{AB} (phat_B - lambda^j W_jB)``; on ``M_2``:
+``lambda = D^{-1} W g^{-1} phat`` with ``D = W g^{-1} W^T`` (13), and the algorithm stops at step 2.
+
+**Vakonomic bracket** (Def. VII.2): ``{f, g}_vak = {f o pi~, g o pi~}_{M_2}``, with
+``pi~(q, phat) = (q, phat - lambda^i(q, phat) W_i(q))``.  Computed here by the route the digest
+verified: eliminate ``lambda`` first, then take the canonical bracket in the Darboux coordinates
+``(q, phat)`` of ``(M_2, omega_2)`` -- which equals the Dirac bracket on ``T*P`` restricted to
+``M_2`` (Prop. VII.1).  The printed formula (18), read literally (partial derivatives of
+``f o pi~`` at fixed ``lambda`` plus ``df/dlambda D^{-1} N D^{-1} dg/dlambda``), is *wrong*
+(digest erratum F6); :meth:`VakonomicHamiltonian.printed_bracket_18` evaluates it only so that
+tests can show the difference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy as sp
+
+from nhfast.symbolic._util import (
+    Simplifier,
+    as_expr,
+    as_symbol_list,
+    generic_point,
+    generic_rank,
+    is_zero,
+    numeric_rank,
+    simplifier,
+)
+
+__all__ = [
+    "ConstraintAlgorithmError",
+    "ConstraintAlgorithmResult",
+    "poisson_bracket",
+    "dirac_bergmann",
+    "VakonomicHamiltonian",
+    "vakonomic_hamiltonian",
+    "vakonomic_hamiltonian_field",
+]
+
+
+class ConstraintAlgorithmError(ValueError):
+    """The constraint algorithm degenerates: no stop within ``max_steps``, an empty
+    (inconsistent) final set, or a singular matrix where the theory needs it invertible."""
+
+
+def poisson_bracket(
+    f: Any, g: Any, coordinates: Sequence[sp.Symbol], momenta: Sequence[sp.Symbol]
+) -> sp.Expr:
+    """Canonical bracket ``{f, g} = sum df/dx dg/dp - df/dp dg/dx``."""
+    f, g = sp.sympify(f), sp.sympify(g)
+    return sp.Add(
+        *[
+            sp.diff(f, x) * sp.diff(g, p) - sp.diff(f, p) * sp.diff(g, x)
+            for x, p in zip(coordinates, momenta, strict=True)
+        ]
+    )
+
+
+@dataclass
+class ConstraintAlgorithmResult:
+    """Outcome of :func:`dirac_bergmann`.
+
+    Attributes
+    ----------
+    stages : list of list of sympy.Expr
+        Constraints found at each step; ``stages[0]`` are the primary ones (``M_1``).
+    stop_step : int
+        ``k`` with ``M_{k+1} = M_k``: the final manifold is ``M_k``.
+    solution : dict
+        Variables eliminated on the final manifold, ``{symbol: expression}`` in the remaining
+        variables (an explicit description of the final constraint submanifold).
+    final_dimension : int
+        Dimension of the final constraint submanifold.
+    multipliers_determined : bool
+        Whether the consistency conditions fix the multipliers ``u`` of the primary
+        constraints (rank of ``A_{c k} = {c, phi_k}`` equals the number of primaries).
+    multiplier_values : list of sympy.Expr or None
+        The multipliers on the final manifold when determined and requested
+        (``solve_multipliers=True``).
+    constraint_matrix : sympy.Matrix
+        ``({c_a, c_b})`` over all constraints, on the final manifold (not simplified).
+    second_class : bool
+        True when ``constraint_matrix`` is (generically) invertible: all constraints second class.
+    """
+
+    stages: list
+    stop_step: int
+    solution: dict
+    final_dimension: int
+    multipliers_determined: bool
+    multiplier_values: list | None
+    constraint_matrix: sp.Matrix
+    second_class: bool
+    constraints: list = field(default_factory=list)
+
+    def summary(self) -> str:
+        """One sentence: where it stopped and what is determined."""
+        det = "determined" if self.multipliers_determined else "not determined"
+        cls = "all second class" if self.second_class else "some first class"
+        return (
+            f"stops at step {self.stop_step} (M_{self.stop_step + 1} = M_{self.stop_step}); "
+            f"final manifold of dimension {self.final_dimension}; multipliers {det}; "
+            f"constraints {cls}"
+        )
+
+
+class _Reducer:
+    """Keeps the eliminated variables and reduces expressions onto the current set."""
+
+    def __init__(self, variables: list, candidates: list, params: list, simp: Any) -> None:
+        self.variables = variables
+        self.candidates = list(candidates)
+        self.params = params
+        self.solution: dict[sp.Symbol, sp.Expr] = {}
+        self.simp = simp
+
+    def on(self, expr: Any) -> sp.Expr:
+        return self.simp(sp.sympify(expr).subs(self.solution))
+
+    def eliminate(self, new: list[sp.Expr], step: int) -> list[sp.Expr]:
+        free = [c for c in self.candidates if c not in self.solution]
+        pt = generic_point(self.variables + self.params, seed=3)
+        # independent subset of the new constraints and the variables to solve them for
+        jac = sp.Matrix(new).jacobian(free) if free else sp.zeros(len(new), 0)
+        rows: list[int] = []
+        for i in range(len(new)):
+            trial = rows + [i]
+            if free and numeric_rank(jac[trial, :], pt) == len(trial):
+                rows = trial
+        if len(rows) < len(new):
+            names = ", ".join(map(str, free)) or "(none left)"
+            bad = [new[i] for i in range(len(new)) if i not in rows]
+            dep = all(
+                generic_rank(
+                    sp.Matrix([*[new[i] for i in rows], b]).jacobian(self.variables),
+                    self.variables + self.params,
+                )
+                == len(rows)  # fmt: skip
+                for b in bad
+            )
+            if not dep or not rows:
+                raise ConstraintAlgorithmError(
+                    f"step {step}: the new constraints {bad} cannot be solved for {names}: "
+                    "the matrix of their derivatives is singular where the algorithm needs it "
+                    "invertible (e.g. D = W g^-1 W^T of seed 003 (13))"
+                )
+        chosen: list[sp.Symbol] = []
+        sub = jac[rows, :]
+        for c in range(len(free)):
+            trial = chosen + [free[c]]
+            cols = [free.index(s) for s in trial]
+            if numeric_rank(sub[:, cols], pt) == len(trial):
+                chosen = trial
+            if len(chosen) == len(rows):
+                break
+        sols = sp.solve([new[i] for i in rows], chosen, dict=True)
+        if not sols:
+            raise ConstraintAlgorithmError(
+                f"step {step}: the constraints {[new[i] for i in rows]} have no solution "
+                f"for {chosen}: the constraint set is empty"
+            )
+        sol = {k: self.simp(v) for k, v in sols[0].items()}
+        self.solution = {k: self.simp(v.subs(sol)) for k, v in self.solution.items()}
+        self.solution.update(sol)
+        return [new[i] for i in rows]
+
+
+def dirac_bergmann(
+    H: Any,
+    coordinates: Sequence[sp.Symbol],
+    momenta: Sequence[sp.Symbol],
+    primary: Sequence[Any],
+    params: Sequence[sp.Symbol] = (),
+    solve_for: Sequence[sp.Symbol] | None = None,
+    max_steps: int | None = None,
+    simplify: Simplifier = True,
+    solve_multipliers: bool = False,
+) -> ConstraintAlgorithmResult:
+    """Run the constraint algorithm for ``H`` with primary constraints on a cotangent bundle.
+
+    Parameters
+    ----------
+    H : sympy.Expr
+        Hamiltonian (the canonical one, ``h_1`` for the vakonomic problem).
+    coordinates, momenta : list of sympy.Symbol
+        Canonical pairs.
+    primary : list of sympy.Expr
+        Primary constraints ``phi_k = 0``.
+    params : list of sympy.Symbol, optional
+    solve_for : list of sympy.Symbol, optional
+        Variables the constraints may be solved for, in order of preference (default: all
+        phase-space variables, momenta first).  If a new constraint cannot be solved for
+        them, :class:`ConstraintAlgorithmError` is raised.
+    max_steps : int, optional
+        Largest admissible stopping step (default: the phase-space dimension, the bound of
+        the theory).
+    simplify : bool or callable
+    solve_multipliers : bool
+        Also solve the consistency conditions for the multipliers symbolically (can be slow).
+
+    Returns
+    -------
+    ConstraintAlgorithmResult
+
+    Raises
+    ------
+    ConstraintAlgorithmError
+        If the algorithm does not stop within ``max_steps`` steps, a constraint is a nonzero
+        constant (empty final set), or a new constraint cannot be solved for ``solve_for``.
+    """
+    xs = as_symbol_list(coordinates, "coordinates")
+    ps = as_symbol_list(momenta, "momenta")
+    if len(xs) != len(ps):
+        raise ValueError(f"coordinates and momenta differ in length: {len(xs)} != {len(ps)}")
+    pars = as_symbol_list(params, "params", allow_empty=True)
+    H = as_expr(H, "H")
+    prim = [as_expr(c, "primary") for c in primary]
+    if not prim:
+        raise ValueError("primary must hold at least one constraint")
+    variables = [*xs, *ps]
+    dim = len(variables)
+    if max_steps is None:
+        max_steps = dim
+    if not isinstance(max_steps, int) or max_steps < 1:
+        raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
+    cand = list(solve_for) if solve_for is not None else [*ps, *xs]
+    cand = as_symbol_list(cand, "solve_for")
+    simp = simplifier(simplify)
+    red = _Reducer(variables, cand, pars, simp)
+
+    def br(f: Any, g: Any) -> sp.Expr:
+        return poisson_bracket(f, g, xs, ps)
+
+    stages: list[list[sp.Expr]] = [red.eliminate([simp(c) for c in prim], 1)]
+    step = 1
+    while True:
+        allc = [c for st in stages for c in st]
+        A = sp.Matrix([[red.on(br(c, pk)) for pk in prim] for c in allc])
+        # right-hand sides are reduced but simplified only where a new constraint is tested
+        b = sp.Matrix([sp.sympify(br(c, H)).subs(red.solution) for c in allc])
+        new = []
+        for nu in A.T.nullspace(simplify=True):
+            c = red.on((nu.T * b)[0, 0])
+            if is_zero(c):
+                continue
+            if c.is_number:
+                raise ConstraintAlgorithmError(
+                    f"step {step + 1}: consistency requires {c} = 0: the constraint set is empty "
+                    "(inconsistent equations)"
+                )
+            new.append(c)
+        if not new:
+            break
+        step += 1
+        if step > max_steps:
+            raise ConstraintAlgorithmError(
+                f"the constraint algorithm did not stop within max_steps={max_steps} steps "
+                f"(step {step} still adds {new})"
+            )
+        stages.append(red.eliminate(new, step))
+    allc = [c for st in stages for c in st]
+    pt = generic_point(variables + pars, seed=7)
+    rankA = numeric_rank(A, pt)
+    determined = rankA == len(prim)
+    values = None
+    if determined and solve_multipliers:
+        rows: list[int] = []
+        for a in range(A.rows):
+            if numeric_rank(A[rows + [a], :], pt) == len(rows) + 1:
+                rows.append(a)
+        values = [simp(e) for e in A[rows, :].LUsolve(-b[rows, :])]
+    cm = sp.Matrix(
+        len(allc), len(allc), lambda a, c: sp.sympify(br(allc[a], allc[c])).subs(red.solution)
+    )
+    second = numeric_rank(cm, pt) == len(allc)
+    return ConstraintAlgorithmResult(
+        stages=stages,
+        stop_step=step,
+        solution=dict(red.solution),
+        final_dimension=dim - len(red.solution),
+        multipliers_determined=determined,
+        multiplier_values=values,
+        constraint_matrix=cm,
+        second_class=second,
+        constraints=allc,
+    )
+
+
+def _fresh(names: Sequence[str], taken: set[str]) -> list[sp.Symbol]:
+    out = []
+    for nm in names:
+        cand = nm
+        while cand in taken:
+            cand += "_"
+        taken.add(cand)
+        out.append(sp.Symbol(cand, real=True))
+    return out
+
+
+@dataclass
+class VakonomicHamiltonian:
+    """Hamiltonian description of the vakonomic problem of a system (seed 003 Sections V-VII).
+
+    Attributes
+    ----------
+    q, p_hat, lam, p_lam : list of sympy.Symbol
+        Canonical coordinates ``(q, lambda; phat, p_lambda)`` of ``T*P``.
+    p : list of sympy.Symbol
+        Momenta of ``T*Q`` (arguments of observables for :meth:`vakonomic_bracket`).
+    params : list of sympy.Symbol
+    W : sympy.Matrix
+        Constraint 1-forms (``m x n``).
+    h1 : sympy.Expr
+        Hamiltonian on ``M_1``.
+    chi : list of sympy.Expr
+        Secondary constraints ``chi_i = -dh_1/dlambda^i``.
+    D : sympy.Matrix
+        ``W g^{-1} W^T`` (13).
+    lam_on_M2 : list of sympy.Expr
+        ``lambda(q, phat)`` on the final manifold.
+    h2 : sympy.Expr
+        Hamiltonian on ``(M_2, omega_2)`` in the Darboux coordinates ``(q, phat)``.
+    algorithm : ConstraintAlgorithmResult
+    integrable : bool
+        D is involutive (holonomic constraints): then NH and VAK motions coincide.
+    """
+
+    q: list
+    p_hat: list
+    lam: list
+    p_lam: list
+    p: list
+    params: list
+    W: sp.Matrix
+    metric: sp.Matrix
+    potential: sp.Expr
+    h1: sp.Expr
+    chi: list
+    D: sp.Matrix
+    lam_on_M2: list
+    h2: sp.Expr
+    algorithm: ConstraintAlgorithmResult
+    integrable: bool
+    simplify: Any = None
+
+    # -- brackets ---------------------------------------------------------------------------
+    def _simp(self, e: Any) -> sp.Expr:
+        return simplifier(self.simplify if self.simplify is not None else True)(e)
+
+    def on_M2(self, expr: Any) -> sp.Expr:
+        """Restrict a function on ``T*P`` to ``M_2`` (``lambda = lambda(q, phat)``, ``p_lambda
+        = 0``), as a function of ``(q, phat)``."""
+        sub = dict(zip(self.lam, self.lam_on_M2, strict=True))
+        sub.update({s: 0 for s in self.p_lam})
+        return self._simp(sp.sympify(expr).subs(sub))
+
+    def bracket(self, f: Any, g: Any) -> sp.Expr:
+        """Canonical bracket on ``T*P`` (seed 003 Section VII)."""
+        return poisson_bracket(f, g, [*self.q, *self.lam], [*self.p_hat, *self.p_lam])
+
+    def constraint_functions(self) -> list[sp.Expr]:
+        """``(p_lambda_1..m, chi_1..m)``, the second-class constraints of ``M_2``."""
+        return [*self.p_lam, *self.chi]
+
+    def constraint_matrix(self) -> sp.Matrix:
+        """``C = ({phi_a, phi_b})`` on ``M_2``; equals ``[[0, D], [-D, N]]``."""
+        c = self.constraint_functions()
+        return sp.Matrix(len(c), len(c), lambda a, b: self.on_M2(self.bracket(c[a], c[b])))
+
+    def N(self) -> sp.Matrix:
+        """``N_ij = {chi_i, chi_j}`` on ``M_2``."""
+        m = len(self.lam)
+        return self.constraint_matrix()[m:, m:]
+
+    def dirac_bracket(self, f: Any, g: Any, at: dict | None = None) -> sp.Expr:
+        """Dirac bracket ``{f, g} - {f, phi_a} C^{ab} {phi_b, g}`` restricted to ``M_2``.
+
+        Parameters
+        ----------
+        f, g : sympy.Expr
+            Functions on ``T*P`` (any extensions; ``lambda``-dependent ones allowed).
+        at : dict, optional
+            A point ``{symbol: value}`` of ``(q, phat, params)``: every piece is evaluated
+            there before ``C`` is inverted (exact and fast; the symbolic inverse of ``C`` can
+            be large).
+
+        Returns
+        -------
+        sympy.Expr
+        """
+        c = self.constraint_functions()
+
+        sub = dict(zip(self.lam, self.lam_on_M2, strict=True))
+        sub.update({s: 0 for s in self.p_lam})
+
+        def ev(e: Any) -> sp.Expr:
+            if at is None:
+                return self.on_M2(e)
+            return sp.sympify(e).subs(sub).subs(at)
+
+        C = sp.Matrix(len(c), len(c), lambda a, b: ev(self.bracket(c[a], c[b])))
+        fa = sp.Matrix([[ev(self.bracket(f, ph)) for ph in c]])
+        bg = sp.Matrix([ev(self.bracket(ph, g)) for ph in c])
+        out = ev(self.bracket(f, g)) - (fa * C.inv() * bg)[0, 0]
+        return self._simp(out)
+
+    def pi_tilde(self) -> list[sp.Expr]:
+        """``p = pi~(q, phat) = phat - lambda^i(q, phat) W_i`` (lands in ``Mbar``)."""
+        n = len(self.q)
+        return [
+            self._simp(
+                self.p_hat[A]
+                - sum((self.lam_on_M2[i] * self.W[i, A] for i in range(len(self.lam))), 0)
+            )
+            for A in range(n)
+        ]
+
+    def _compose(self, f: Any, p_values: Sequence[Any]) -> sp.Expr:
+        f = sp.sympify(f)
+        return f.subs(dict(zip(self.p, p_values, strict=True)), simultaneous=True)
+
+    def vakonomic_bracket(self, f: Any, g: Any) -> sp.Expr:
+        """``{f, g}_vak = {f o pi~, g o pi~}_{M_2}`` for ``f, g`` functions of ``(q, p)``.
+
+        Route: eliminate ``lambda`` (``F = f o pi~`` as a function of ``(q, phat)``), then the
+        canonical bracket in the Darboux coordinates ``(q, phat)`` of ``omega_2``.
+
+        Returns
+        -------
+        sympy.Expr
+            A function of ``(q, phat)`` (i.e. on ``M_2``).
+        """
+        pt = self.pi_tilde()
+        F, G = self._compose(f, pt), self._compose(g, pt)
+        return self._simp(poisson_bracket(F, G, self.q, self.p_hat))
+
+    def printed_bracket_18(self, f: Any, g: Any) -> sp.Expr:
+        """Seed 003 (18) read literally -- **wrong** (erratum F6); for tests only.
+
+        ``d(f o pi~)/dq dg/dphat - ... + df/dlambda (D^-1 N D^-1) dg/dlambda`` with ``f o pi~``
+        written ``f(q, phat - lambda W)`` and differentiated at fixed ``lambda``, then restricted
+        to ``M_2``.
+        """
+        n, m = len(self.q), len(self.lam)
+        pb = [self.p_hat[A] - sum((self.lam[i] * self.W[i, A] for i in range(m)), 0)
+              for A in range(n)]  # fmt: skip
+        F, G = self._compose(f, pb), self._compose(g, pb)
+        first = poisson_bracket(F, G, self.q, self.p_hat)
+        Dn = self.D
+        mid = Dn.inv() * self.N() * Dn.inv()
+        dF = sp.Matrix([[sp.diff(F, s) for s in self.lam]])
+        dG = sp.Matrix([sp.diff(G, s) for s in self.lam])
+        return self.on_M2(first + (dF * mid * dG)[0, 0])
+
+    # -- vector field --------------------------------------------------------------------------
+    def velocities(self) -> list[sp.Expr]:
+        """``qdot = dh_2/dphat = g^{-1}(phat - W^T lambda)`` on ``M_2``."""
+        return [self._simp(sp.diff(self.h2, s)) for s in self.p_hat]
+
+    def hamiltonian_system(self, name: str = "vakonomic (q, phat)") -> Any:
+        """``X_{h_2}`` on ``(M_2, omega_2)`` as a :class:`~nhfast.vectorfield.HamiltonianSystem`.
+
+        Observables: ``energy`` (``h_2``), ``lambda_i`` (multipliers on ``M_2``) and
+        ``constraint_i = W_i qdot`` (zero by construction: ``qdot`` lies in D on ``M_2``).
+        """
+        from nhfast.vectorfield import HamiltonianSystem
+
+        qd = self.velocities()
+        obs: dict[str, sp.Expr] = {f"lambda_{i + 1}": e for i, e in enumerate(self.lam_on_M2)}
+        for i in range(self.W.rows):
+            obs[f"constraint_{i + 1}"] = sum(
+                (self.W[i, A] * qd[A] for A in range(len(self.q))), sp.Integer(0)
+            )
+        for A, e in enumerate(qd):
+            obs[f"qdot_{A + 1}"] = e
+        return HamiltonianSystem(
+            self.q, self.p_hat, self.h2, params=self.params, observables=obs, name=name
+        )
+
+
+def _light(expr: Any) -> sp.Expr:
+    """Cheap normal form (rational functions of the symbols and of sin/cos as atoms)."""
+    return sp.cancel(sp.sympify(expr))
+
+
+def vakonomic_hamiltonian(
+    system: Any, simplify: Simplifier = _light, max_steps: int | None = None
+) -> VakonomicHamiltonian:
+    """Run seed 003's constraint algorithm on the vakonomic problem of ``system``.
+
+    Parameters
+    ----------
+    system : NonholonomicSystem
+        Natural Lagrangian and linear constraints (1-forms from
+        :func:`nhfast.symbolic.vakonomic.constraint_one_forms`).
+    simplify : bool or callable
+        Normal form used throughout (default: ``cancel``, cheap; ``True``: ``simplify``,
+        slow with trigonometric coefficients).
+    max_steps : int, optional
+        Passed to :func:`dirac_bergmann`.
+
+    Returns
+    -------
+    VakonomicHamiltonian
+        With ``algorithm.stop_step == 2`` and multipliers determined under the paper's
+        hypotheses.
+
+    Raises
+    ------
+    ConstraintAlgorithmError
+        If ``D = W g^{-1} W^T`` is singular at generic points (the seed needs it invertible),
+        or the algorithm degenerates.
+    """
+    from nhfast.symbolic.vakonomic import _check_system, constraint_one_forms, is_integrable
+
+    system = _check_system(system)
+    simp = simplifier(simplify)
+    q = list(system.q)
+    W = constraint_one_forms(system)
+    m = W.rows
+    g = system.metric
+    taken = {str(s) for s in (*q, *system.params)}
+    p_hat = _fresh([f"phat_{a}" for a in q], taken)
+    lam = _fresh([f"lambda_{i + 1}" for i in range(m)], taken)
+    p_lam = _fresh([f"p_lambda_{i + 1}" for i in range(m)], taken)
+    p = _fresh([f"p_{a}" for a in q], taken)
+    ginv = g.inv().applyfunc(simp)
+    D = (W * ginv * W.T).applyfunc(simp)
+    declared = q + list(system.params)
+    if generic_rank(D, declared) < m:
+        raise ConstraintAlgorithmError(
+            f"D = W g^-1 W^T (seed 003 (13)) is singular at generic points (rank "
+            f"{generic_rank(D, declared)} < {m}): the constraints are dependent"
+        )
+    y = sp.Matrix(p_hat) - W.T * sp.Matrix(lam)
+    h1 = simp((y.T * ginv * y)[0, 0] / 2 + system.potential)
+    chi = [simp(-sp.diff(h1, s)) for s in lam]
+    res = dirac_bergmann(
+        h1,
+        [*q, *lam],
+        [*p_hat, *p_lam],
+        primary=p_lam,
+        params=system.params,
+        solve_for=[*p_lam, *lam],
+        max_steps=max_steps,
+        simplify=simp,
+    )
+    lam_m2 = [
+        simp(sp.trigsimp(e)) if e.has(sp.sin, sp.cos) else e for e in (res.solution[s] for s in lam)
+    ]
+    h2 = simp(h1.subs(dict(zip(lam, lam_m2, strict=True))))
+    return VakonomicHamiltonian(
+        q=q,
+        p_hat=p_hat,
+        lam=lam,
+        p_lam=p_lam,
+        p=p,
+        params=list(system.params),
+        W=W,
+        metric=g,
+        potential=system.potential,
+        h1=h1,
+        chi=chi,
+        D=D,
+        lam_on_M2=lam_m2,
+        h2=h2,
+        algorithm=res,
+        integrable=is_integrable(system),
+        simplify=simp,
+    )
+
+
+def vakonomic_hamiltonian_field(system: Any, name: str = "vakonomic (q, phat)") -> Any:
+    """``X_{h_2}`` on ``(M_2, omega_2)`` with numerical linear solves instead of inverses.
+
+    Uses the derived form (digest B.2.4) ``h_2 = 1/2 phat^T X K^{-1} X^T phat + U`` with ``X``
+    the frame of D and ``K = X^T g X``: with ``K v = X^T phat`` (Cholesky in the kernels),
+
+    ``qdot = X v``,  ``dphat_A/dt = -(v^alpha (d X^B_alpha / d q^A) phat_B
+    - 1/2 v^alpha v^beta d K_{alpha beta} / d q^A + d U / d q^A)``,
+
+    and the multipliers from ``phat = g qdot + W^T lambda``: ``(W W^T) lambda = W (phat - g
+    qdot)``.  No symbolic inverse is formed, so this scales to large systems; it equals
+    :meth:`VakonomicHamiltonian.hamiltonian_system` (tested).
+
+    Parameters
+    ----------
+    system : NonholonomicSystem
+    name : str
+
+    Returns
+    -------
+    nhfast.vectorfield.VectorField
+        States ``(q, phat)`` (``split = n``), observables ``energy`` (``h_2``), ``lambda_i``,
+        ``constraint_i`` (``W qdot``) and ``qdot_i``.
+    """
+    from nhfast.symbolic.vakonomic import _check_system, constraint_one_forms
+    from nhfast.vectorfield import LinearSolve, VectorField
+
+    system = _check_system(system)
+    q = list(system.q)
+    n, r = system.dim, system.rank
+    X = system.frame
+    g = system.metric
+    W = constraint_one_forms(system)
+    m = W.rows
+    taken = {str(s) for s in (*q, *system.params)}
+    p_hat = _fresh([f"phat_{a}" for a in q], taken)
+    v = _fresh([f"v_{i + 1}" for i in range(r)], taken)
+    lam = _fresh([f"lambda_{i + 1}" for i in range(m)], taken)
+    K = X.T * g * X
+    ph = sp.Matrix(p_hat)
+    vv = sp.Matrix(v)
+    qdot = X * vv
+    dh = []
+    for A in range(n):
+        e = (vv.T * X.diff(q[A]).T * ph)[0, 0] - (vv.T * K.diff(q[A]) * vv)[0, 0] / 2
+        dh.append(e + sp.diff(system.potential, q[A]))
+    solves = [
+        LinearSolve(unknowns=v, matrix=K, rhs=list(X.T * ph), spd=True),
+        LinearSolve(unknowns=lam, matrix=W * W.T, rhs=list(W * (ph - g * qdot)), spd=True),
+    ]
+    obs: dict[str, sp.Expr] = {"energy": (ph.T * qdot)[0, 0] / 2 + system.potential}
+    obs.update({f"lambda_{i + 1}": lam[i] for i in range(m)})
+    wq = W * qdot
+    obs.update({f"constraint_{i + 1}": wq[i] for i in range(m)})
+    obs.update({f"qdot_{A + 1}": qdot[A] for A in range(n)})
+    return VectorField(
+        states=[*q, *p_hat],
+        rhs=[*qdot, *(-e for e in dh)],
+        params=list(system.params),
+        observables=obs,
+        split=n,
+        name=name,
+        solves=solves,
+    )
