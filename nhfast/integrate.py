@@ -23,6 +23,8 @@ METHODS = {
     "gauss6": 6,
 }
 ADAPTIVE = frozenset({"dopri5", "dop853"})
+#: Measure-preserving methods for phi-simple Chaplygin systems (``nhfast.timechange``).
+HAMILTONISED = ("hamiltonised-midpoint", "hamiltonised-gauss4", "hamiltonised-gauss6")
 #: Per-lane status codes (``NH_LANE_*`` in csrc/nh_abi.h).
 STATUS = {
     0: "ok",
@@ -132,10 +134,16 @@ def integrate(
         Initial states.
     t_eval : array_like, shape (n_t,)
         Strictly monotonic output times; ``t_eval[0]`` is the initial time.
-    method : {"rk4", "dopri5", "dop853", "leapfrog", "midpoint", "gauss4", "gauss6"}
+    method : {"rk4", "dopri5", "dop853", "leapfrog", "midpoint", "gauss4", "gauss6", \
+"hamiltonised-gauss6", "hamiltonised-gauss4", "hamiltonised-midpoint"}
         Adaptive embedded pairs (``dopri5``, ``dop853``) or fixed-step schemes; ``leapfrog``
         (Stormer-Verlet) needs a separable partitioned system, the Gauss-Legendre schemes
         (``midpoint``, ``gauss4``, ``gauss6``) are symplectic for Hamiltonian systems.
+        ``hamiltonised-*``: ``system`` is a phi-simple Chaplygin system, ``x0 = (s, p)``; it is
+        integrated in Hamiltonised form with the Gauss scheme and step ``h`` in ``tau``
+        (measure preserving; see :func:`nhfast.timechange.integrate_hamiltonised`, which gets
+        ``params``, ``h``, ``threads``, ``observables``, ``max_steps``, ``tol``, ``max_iter``,
+        ``keep_failed``, ``block``; ``rtol``, ``atol``, ``hmax`` do not apply).
     rtol, atol : float
         Tolerances of the adaptive methods.
     params : array_like, shape (n_params,) or (n_traj, n_params)
@@ -174,8 +182,18 @@ def integrate(
     """
     from nhfast import _core
 
+    if isinstance(method, str) and method in HAMILTONISED:
+        from nhfast.timechange import integrate_hamiltonised
+
+        return integrate_hamiltonised(
+            system, x0, t_eval, method=method.removeprefix("hamiltonised-"), h=h, params=params,
+            threads=threads, observables=observables, max_steps=max_steps, tol=tol,
+            max_iter=max_iter, keep_failed=keep_failed, block=block,
+        )  # fmt: skip
     if not isinstance(method, str) or method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+        raise ValueError(
+            f"method must be one of {', '.join([*METHODS, *HAMILTONISED])}; got {method!r}"
+        )
     _check_system(system, method)
     n, npar = system.n_state, system.n_params
 
