@@ -232,6 +232,7 @@ def integrate(
             )
         par = np.ascontiguousarray(par)
 
+    system.check_params(par, "params")
     system.check_domain(x, par, "x0")
     rtol = _positive(rtol, "rtol")
     atol = _positive(atol, "atol")

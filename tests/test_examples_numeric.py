@@ -436,11 +436,6 @@ def test_veselova_trajectory_leaving_the_chart() -> None:
         nh.integrate(vf, [0.6, 0.6, 3.0, 3.0], [0.0, 5.0], params=[1.0, 2.0, 3.0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=IntegrationError,
-    reason="library gap (reported): parameters declared positive are not checked",
-)
 def test_veselova_non_positive_inertia() -> None:
     vf = _vector_field("veselova5", "reduced")
     x0 = np.full(8, 0.1)
