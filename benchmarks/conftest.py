@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 
 import numpy as np
@@ -10,6 +11,8 @@ import pytest
 import sympy as sp
 
 os.environ.setdefault("NHFAST_CACHE_DIR", tempfile.mkdtemp(prefix="nhfast-bench-cache-"))
+# the anchors of bench_large_n.py live next to this file (pytest runs with --import-mode=importlib)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import nhfast as nh  # noqa: E402
 

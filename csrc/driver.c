@@ -5,7 +5,7 @@
 int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double *t_eval,
                        int64_t nt, const double *x0, const double *par, int64_t par_stride,
                        int64_t lane0, int64_t count, int64_t width, double *y, int32_t *status,
-                       int64_t *stats) {
+                       int64_t *stats, int64_t *shared_next) {
     if (!sys || !opt || !t_eval || !x0 || !y || !status || !stats || !sys->rhs) return NH_ERR_ARG;
     if (count <= 0 || width <= 0 || nt < 1 || sys->n <= 0 || sys->npar < 0 || lane0 < 0)
         return NH_ERR_SIZE;
@@ -25,6 +25,7 @@ int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double
     b.nl = nl;
     b.next = lane0;
     b.end = lane0 + count;
+    b.shared = shared_next;
     b.x0 = x0;
     b.par_in = par ? par : &no_par;
     b.par_stride = par_stride;
@@ -62,7 +63,7 @@ int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double
             rc = NH_ERR_NOMEM;
             goto done;
         }
-        while (rc == NH_OK && b.next < b.end) {
+        while (rc == NH_OK && nh_pending(&b)) {
             nh_refill(&b, fresh);
             rc = nh_run_fixed(&b);
         }

@@ -58,6 +58,8 @@ struct nh_block {
     int64_t nl;     /* lane slots, a multiple of NH_CHUNK (the SoA stride) */
     int64_t *gid;   /* [nl] trajectory held by each slot, -1 when the slot is idle */
     int64_t next, end;    /* trajectories next..end-1 still wait for a slot */
+    int64_t *shared;      /* non-NULL: the batch's next trajectory, one counter for the blocks of
+                             all threads (b->next is then unused); see nh_take */
     const double *x0;     /* global initial states [ntraj][n] */
     const double *par_in; /* global parameters, row of trajectory g at g * par_stride */
     int64_t par_stride;
@@ -187,14 +189,41 @@ static inline void nh_fail(nh_block *b, int64_t l, int32_t code) {
     nh_retire(b, l);
 }
 
+/* Atomic fetch-and-add / load on the shared trajectory counter. */
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+static inline int64_t nh_fetch_add(int64_t *p, int64_t v) { return _InterlockedExchangeAdd64((volatile __int64 *)p, v); }
+static inline int64_t nh_load(int64_t *p) { return _InterlockedOr64((volatile __int64 *)p, 0); }
+#else
+static inline int64_t nh_fetch_add(int64_t *p, int64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+static inline int64_t nh_load(int64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+#endif
+
+/* Whether trajectories still wait for a slot (of this block, or of any block when shared). */
+static inline int nh_pending(const nh_block *b) {
+    return b->shared ? nh_load(b->shared) < b->end : b->next < b->end;
+}
+
+/* The next waiting trajectory, or -1. With a shared counter, the blocks of all threads draw
+ * from one queue, so each thread has a single tail (slots idling when the queue is empty)
+ * instead of one per range of trajectories. */
+static inline int64_t nh_take(nh_block *b) {
+    if (b->shared) {
+        const int64_t g = nh_fetch_add(b->shared, 1);
+        return g < b->end ? g : -1;
+    }
+    return b->next < b->end ? b->next++ : -1;
+}
+
 /* Put waiting trajectories into idle slots; fresh[l] = 1 for the slots just loaded.
  * Returns how many were loaded. */
 static inline int64_t nh_refill(nh_block *b, unsigned char *fresh) {
     int64_t c = 0;
+    for (int64_t l = 0; l < b->nl; ++l) fresh[l] = 0;
     for (int64_t l = 0; l < b->nl; ++l) {
-        fresh[l] = 0;
-        if (b->gid[l] >= 0 || b->next >= b->end) continue;
-        const int64_t g = b->next++;
+        if (b->gid[l] >= 0) continue;
+        const int64_t g = nh_take(b);
+        if (g < 0) break;
         b->gid[l] = g;
         for (int64_t i = 0; i < b->n; ++i) b->x[i * b->nl + l] = b->x0[g * b->n + i];
         for (int64_t k = 0; k < b->sys->npar; ++k)

@@ -1,9 +1,10 @@
 /*
  * nhfast numeric core: batch integrators over blocks of lanes (plain C99, no Python.h).
  *
- * The Cython layer splits a batch of trajectories into blocks of lanes and calls
- * nh_integrate_block once per block, from any thread; a block never touches another
- * block's lanes, so results do not depend on the number of threads.
+ * The Cython layer calls nh_integrate_block once per thread, each call with its own block of
+ * lane slots; the calls draw the batch's trajectories from one shared counter (a slot whose
+ * trajectory finishes takes the next one). A trajectory's arithmetic never involves another
+ * lane, so results do not depend on the number of threads or on which slot ran it.
  */
 #ifndef NH_CORE_H
 #define NH_CORE_H
@@ -56,12 +57,15 @@ typedef struct {
  *   y      : outputs, row-major [ntraj][nt][n]; rows after a lane fails are NaN
  *   status : per-lane NH_LANE_* code
  *   stats  : per-lane counters [ntraj][NH_NSTATS]
+ *   shared_next : NULL, or a counter shared by concurrent calls on the same batch (initially
+ *            lane0): slots then take the batch's next trajectory from it, whichever call
+ *            (thread) they belong to; results do not change, only the scheduling
  * Returns NH_OK, or a negative NH_ERR_* code (a kernel failed or memory ran out).
  */
 int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double *t_eval,
                        int64_t nt, const double *x0, const double *par, int64_t par_stride,
                        int64_t lane0, int64_t count, int64_t width, double *y, int32_t *status,
-                       int64_t *stats);
+                       int64_t *stats, int64_t *shared_next);
 
 /*
  * Evaluate a kernel on rows [row0, row0 + nrows) of row-major inputs:

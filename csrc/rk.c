@@ -158,8 +158,11 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
     const double expo = -1.0 / (p.order + 1.0);
     const double safety = 0.9, facmin = 0.2, facmax = 10.0;
     const double hmax = o->hmax > 0.0 ? o->hmax : INFINITY;
-    /* Refill idle slots once a quarter of them (at least one chunk) is idle. */
-    const int64_t refill_at = NH_MAX(NH_CHUNK, nl / 4);
+    /* Refill idle slots once a chunk of them is idle. A refill costs two block-wide evaluations
+     * (f(t0, x0) and the starting step), an idle slot one wasted lane-evaluation per stage;
+     * measured on Veselova n = 8 and 32, 10^4 lanes of 64: one chunk wastes 9% of the
+     * lane-evaluations, a quarter of the slots (the previous rule) 13%. */
+    const int64_t refill_at = NH_CHUNK;
 
     /* K[0..S]: stage derivatives (K[S] = FSAL), xs, xn, then per-lane arrays. */
     const size_t nbuf = (size_t)((S + 3) * m + 9 * nl);
@@ -186,7 +189,7 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
 
     for (;;) {
         /* Load waiting trajectories into idle slots: f(t0, x0) and a starting step. */
-        if (b->next < b->end && (idle >= refill_at || idle == nl)) {
+        if (nh_pending(b) && (idle >= refill_at || idle == nl)) {
             if (nh_refill(b, fresh) > 0) {
                 rc = nh_rhs_for(b, b->tl, b->x, K[S], fresh);
                 if (rc != NH_OK) break;
@@ -208,7 +211,7 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
             }
         }
         if (nh_count_active(b) == 0) {
-            if (b->next < b->end) {
+            if (nh_pending(b)) {
                 idle = nl;
                 continue;
             }

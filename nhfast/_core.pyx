@@ -42,7 +42,7 @@ cdef extern from "nh_core.h":
     int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double *t_eval,
                            int64_t nt, const double *x0, const double *par, int64_t par_stride,
                            int64_t lane0, int64_t count, int64_t width, double *y,
-                           int32_t *status, int64_t *stats) noexcept nogil
+                           int32_t *status, int64_t *stats, int64_t *shared_next) noexcept nogil
     int nh_eval_rows(nh_kernel_fn fn, void *ctx, int64_t nin, int64_t nout, int64_t npar,
                      const double *t, const double *x, const double *par, int64_t par_stride,
                      int64_t rows_per_par, int64_t row0, int64_t nrows, double *out,
@@ -149,16 +149,18 @@ def integrate_batch(object rhs, object ctx, int64_t n, int64_t npar, int64_t spl
                     double tol, int64_t max_iter, int threads=1, int64_t block=64):
     """Integrate every lane of a batch; see ``nhfast.integrate`` for the meaning of each field.
 
-    ``par`` has one row per lane, or a single row that is broadcast. The batch is cut into
-    ranges of trajectories, spread over the threads; each range runs through ``block`` lane
-    slots, a slot taking the range's next trajectory when its own one finishes. Every
-    trajectory's arithmetic is its own, so results do not depend on threads or ranges.
+    ``par`` has one row per lane, or a single row that is broadcast. Each thread runs one
+    block of ``block`` lane slots; a slot whose trajectory finishes takes the batch's next
+    waiting trajectory from a counter shared by all threads (dynamic scheduling per
+    trajectory, one tail per thread). Every trajectory's arithmetic is its own, so results do
+    not depend on threads or on which slot ran a trajectory.
     """
     cdef nh_system sys
     cdef nh_options opt
     cdef int64_t ntraj = x0.shape[0], nt = t_eval.shape[0]
-    cdef int64_t nranges, size, b, lane0, nl, par_stride
+    cdef int64_t nblocks, b, par_stride
     cdef const double *pp = NULL
+    cdef int64_t *shared = NULL
     if x0.shape[1] != n:
         raise ValueError(f"x0 has {x0.shape[1]} columns, the system has {n} states")
     if y.shape[0] != ntraj or y.shape[1] != nt or y.shape[2] != n:
@@ -187,20 +189,20 @@ def integrate_batch(object rhs, object ctx, int64_t n, int64_t npar, int64_t spl
     par_stride = 0 if par.shape[0] == 1 else npar
     if npar > 0:
         pp = &par[0, 0]
-    nranges = min((ntraj + block - 1) // block, 8 * threads)
-    size = (ntraj + nranges - 1) // nranges
-    nranges = (ntraj + size - 1) // size
-    cdef int[::1] rcs = _codes(nranges)
     if ctx is not None:
         threads = 1  # Python kernels hold the GIL: threads would only contend for it
+    # one block per thread (no more blocks than blocks' worth of trajectories)
+    nblocks = min(<int64_t>threads, (ntraj + block - 1) // block)
+    cdef int64_t[::1] counter = cvarray(shape=(1,), itemsize=sizeof(int64_t), format="q")
+    counter[0] = 0
+    if nblocks > 1:
+        shared = &counter[0]
+    cdef int[::1] rcs = _codes(nblocks)
     with nogil:
-        for b in prange(nranges, num_threads=threads, schedule="dynamic", chunksize=1):
-            lane0 = b * size
-            nl = ntraj - lane0
-            if nl > size:
-                nl = size
+        for b in prange(nblocks, num_threads=nblocks, schedule="static", chunksize=1):
             rcs[b] = nh_integrate_block(&sys, &opt, &t_eval[0], nt, &x0[0, 0], pp, par_stride,
-                                        lane0, nl, block, &y[0, 0, 0], &status[0], &stats[0, 0])
+                                        0, ntraj, block, &y[0, 0, 0], &status[0], &stats[0, 0],
+                                        shared)
     _check(rcs, ctx)
 
 
