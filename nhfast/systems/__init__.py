@@ -1,4 +1,5 @@
-"""System descriptions and the example library (pure SymPy)."""
+"""System descriptions and the example library (SymPy; the structured Veselova family also
+carries its looped C program)."""
 
 from nhfast.systems.examples import (
     chaplygin_sleigh,
@@ -11,7 +12,13 @@ from nhfast.systems.examples import (
 )
 from nhfast.systems.liegroup import LieGroupSystem, suslov, veselova_body_so3
 from nhfast.systems.nonholonomic import ChaplyginSystem, NonholonomicSystem, ReducedChaplyginSystem
+from nhfast.systems.rolling_disk import (
+    rolling_disk_seed002,
+    rolling_disk_seed003,
+    vakonomic_particle_seed003,
+)
 from nhfast.systems.veselova_forms import veselova_embedded, veselova_unreduced
+from nhfast.systems.veselova_large import veselova_structured
 from nhfast.systems.wheeled import two_wheeled_carriage, unicycle
 
 __all__ = [
@@ -27,6 +34,10 @@ __all__ = [
     "veselova_coordinates",
     "veselova_embedded",
     "veselova_unreduced",
+    "veselova_structured",
+    "rolling_disk_seed002",
+    "rolling_disk_seed003",
+    "vakonomic_particle_seed003",
     "LieGroupSystem",
     "suslov",
     "veselova_body_so3",
