@@ -1,0 +1,465 @@
+"""Density discovery: fit ``sigma`` with ``X[sigma] = -div X`` on sampled states.
+
+A density ``rho = exp(sigma)`` is invariant under ``x' = X(x)`` iff ``div(rho X) = 0``, i.e.
+``X[sigma] = -div X`` pointwise.  :func:`discover_density` evaluates ``X`` and ``div X`` with the
+generated kernels on the samples (no integration: the residual of a true density is at roundoff
+level) and fits ``sigma`` in two stages:
+
+1. **Linear basis.**  ``sigma = sum_k c_k b_k`` over the basis (default: the monomials of degree
+   ``1..degree`` in ``variables``; or the user's SymPy functions).  Least squares
+   (``numpy.linalg.lstsq``) on ``sum_k c_k X[b_k](x_i) = -div X(x_i)``.
+2. **Log of a quadratic form.**  ``sigma = alpha log Q`` with ``Q = sum_m q_m m`` over *all*
+   monomials ``m`` of degree ``0..2`` in ``variables`` -- the constant and linear ones included:
+   in the hemisphere chart of Veselova ``(A gamma, gamma) = a_n + sum_k (a_k - a_n) s_k^2`` is an
+   inhomogeneous quadratic in ``s`` (``gamma_n^2 = 1 - |s|^2``), so homogeneous forms in ``s``
+   cannot find it.  ``X[sigma] = -div X`` times ``Q`` is ``alpha X[Q] + div X Q = 0``: linear
+   and homogeneous in ``(w, q)`` with ``w = alpha q'`` (``q'`` the non-constant part, since
+   ``X[1] = 0``).  The null space of ``[X[m'] | div X m]`` is computed by SVD and the pencil
+   ``w = alpha q'`` solved in it; ``Q`` must keep one sign on the samples.
+
+Residuals are relative: ``||X[sigma] + div X|| / ||div X||`` over the samples.  A fit counts when
+it is below ``tol`` (default ``1e-8``: evaluations are pointwise in double precision, so a member
+of the basis leaves about ``1e-13`` times the conditioning of the fit, while a wrong basis leaves
+order-one residuals).  Coefficients are snapped to rationals (denominator <= ``max_denominator``)
+only when each is within ``1e-9`` relative of one *and* the snapped closed form still passes on
+the hold-out samples (a quarter of the samples, never used in the fit).  If ``div X`` vanishes
+on all samples the answer is the constant density.
+
+Example
+-------
+>>> import numpy as np
+>>> from nhfast.systems.examples import veselova
+>>> from nhfast.analysis.sampling import as_vector_field, sample_box
+>>> from nhfast.analysis.density import discover_density
+>>> vf = as_vector_field(veselova(3))
+>>> a = [1.0, 2.0, 3.0]
+>>> x = sample_box(vf, 200, [-0.5, -0.5, -1, -1], [0.5, 0.5, 1, 1], params=a)
+>>> fit = discover_density(vf, x, params=a)
+>>> fit.exists, fit.density            # (A gamma, gamma)^(-1/2) up to a constant factor
+(True, 1/sqrt(-2*s1**2/3 - s2**2/3 + 1))
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+import sympy as sp
+
+from nhfast.analysis.result import Check
+from nhfast.analysis.sampling import as_vector_field, check_states
+from nhfast.vectorfield import VectorField
+
+__all__ = ["DensityFit", "discover_density", "monomials"]
+
+
+@dataclass
+class DensityFit:
+    """Outcome of :func:`discover_density`.
+
+    Attributes
+    ----------
+    exists : bool
+        A density was found in the basis (residual below ``tolerance``).
+    sigma : sympy.Expr or None
+        ``log rho`` (closed form).
+    density : sympy.Expr or None
+        ``rho = exp(sigma)`` (a power of ``Q`` for the log-quadratic stage).
+    kind : str
+        ``"basis"``, ``"log-quadratic"``, ``"constant"`` or ``""``.
+    residual : float
+        Relative residual of the fit on the fitting samples.
+    holdout_residual : float
+        Relative residual of the returned closed form on the hold-out samples.
+    tolerance : float
+    snapped : bool
+        Whether the coefficients were snapped to rationals.
+    null_dimension : int
+        Dimension of the set of exact fits (above 1: first integrals in the basis; the
+        minimum-norm fit is returned).
+    residuals : dict
+        Relative residual of every stage tried.
+    statement : str
+    basis : list of sympy.Expr
+    """
+
+    exists: bool
+    sigma: sp.Expr | None
+    density: sp.Expr | None
+    kind: str
+    residual: float
+    holdout_residual: float
+    tolerance: float
+    snapped: bool = False
+    null_dimension: int = 0
+    residuals: dict[str, float] = field(default_factory=dict)
+    statement: str = ""
+    basis: list = field(default_factory=list)
+
+    def to_check(self, name: str = "density discovery") -> Check:
+        """The fit as a :class:`~nhfast.analysis.result.Check` (``holds`` = ``exists``)."""
+        figures = {
+            "kind": self.kind,
+            "sigma": str(self.sigma),
+            "density": str(self.density),
+            "residual": self.residual,
+            "holdout residual": self.holdout_residual,
+            "tolerance": self.tolerance,
+            "snapped": self.snapped,
+            "null dimension": self.null_dimension,
+            "basis size": len(self.basis),
+            **{f"residual ({k})": v for k, v in self.residuals.items()},
+        }
+        return Check(name=name, holds=self.exists, statement=self.statement, figures=figures)
+
+
+def monomials(variables: list[sp.Symbol], degree: int, constant: bool = False) -> list[sp.Expr]:
+    """Monomials of degree ``1..degree`` (``0..degree`` with ``constant``) in ``variables``."""
+    out: list[sp.Expr] = [sp.Integer(1)] if constant else []
+    for d in range(1, degree + 1):
+        for combo in itertools.combinations_with_replacement(variables, d):
+            out.append(sp.Mul(*combo))
+    return out
+
+
+class _Evaluator:
+    """Values, and derivatives along ``X``, of expressions on a fixed set of samples."""
+
+    def __init__(self, vf: VectorField, x: np.ndarray, par: np.ndarray) -> None:
+        self.vf, self.x, self.par = vf, x, par
+        p = par if par.shape[1] else None
+        cs = vf.compile(("divergence",))
+        self.f = cs.evaluate("rhs", x, params=p)
+        self.div = cs.evaluate("divergence", x, params=p)[:, 0]
+        self.args = [*vf.states, *vf.params]
+        self.cols = [x[:, i] for i in range(x.shape[1])] + [par[:, k] for k in range(par.shape[1])]
+
+    def values(self, exprs: list[sp.Expr]) -> np.ndarray:
+        if not exprs:
+            return np.zeros((self.x.shape[0], 0))
+        fn = sp.lambdify(self.args, list(exprs), modules="numpy")
+        with np.errstate(all="ignore"):
+            vals = fn(*self.cols)
+        return np.stack(
+            [np.broadcast_to(np.asarray(v, dtype=float), (self.x.shape[0],)) for v in vals], axis=1
+        )
+
+    def along(self, exprs: list[sp.Expr]) -> np.ndarray:
+        """``X[e](x_i)`` for each expression: shape (n_samples, len(exprs))."""
+        grads = [sp.diff(e, s) for e in exprs for s in self.vf.states]
+        g = self.values(grads).reshape(self.x.shape[0], len(exprs), self.vf.n_state)
+        return np.einsum("ikn,in->ik", g, self.f)
+
+    def subset(self, rows: np.ndarray) -> _Evaluator:
+        new = object.__new__(_Evaluator)
+        new.vf, new.x, new.par = self.vf, self.x[rows], self.par[rows]
+        new.f, new.div, new.args = self.f[rows], self.div[rows], self.args
+        new.cols = [c[rows] for c in self.cols]
+        return new
+
+
+def _rel(res: np.ndarray, div: np.ndarray) -> float:
+    scale = float(np.linalg.norm(div))
+    return float(np.linalg.norm(res)) / scale if scale > 0 else float(np.linalg.norm(res))
+
+
+def _snap(values: np.ndarray, max_den: int) -> np.ndarray | None:
+    out = []
+    for v in values:
+        fr = Fraction(float(v)).limit_denominator(max_den)
+        if abs(float(fr) - v) > 1e-9 * max(1.0, abs(v)):
+            return None
+        out.append(fr)
+    return np.array(out, dtype=object)
+
+
+def _rational(v: Any) -> sp.Expr:
+    if isinstance(v, Fraction):
+        return sp.Rational(v.numerator, v.denominator)
+    return sp.Float(float(v), 17)
+
+
+def _residual_of(ev: _Evaluator, sigma: sp.Expr) -> float:
+    return _rel(ev.along([sigma])[:, 0] + ev.div, ev.div)
+
+
+def _fit_basis(ev: _Evaluator, hold: _Evaluator, basis: list[sp.Expr], tol: float, max_den: int):
+    A = ev.along(basis)
+    b = -ev.div
+    scale = np.linalg.norm(A, axis=0)
+    scale[scale == 0] = 1.0
+    c, *_ = np.linalg.lstsq(A / scale, b, rcond=None)
+    c = c / scale
+    sv = np.linalg.svd(A / scale, compute_uv=False)
+    null_dim = int(np.sum(sv <= 1e-10 * sv[0])) if sv.size else 0
+    res = _rel(A @ c - b, b)
+    sigma = sp.Add(*[_rational(ck) * bk for ck, bk in zip(c, basis, strict=True)])
+    snapped = False
+    if res <= tol:
+        cmax = np.abs(c).max()
+        rc = _snap(np.where(np.abs(c) <= 1e-10 * cmax, 0.0, c), max_den)
+        if rc is not None:
+            cand = sp.Add(*[_rational(ck) * bk for ck, bk in zip(rc, basis, strict=True)])
+            if _residual_of(hold, cand) <= tol:
+                sigma, snapped = cand, True
+    return sigma, res, snapped, null_dim
+
+
+def _fit_log_quadratic(
+    ev: _Evaluator, hold: _Evaluator, variables: list[sp.Symbol], tol: float, max_den: int
+):
+    mons = monomials(variables, 2, constant=True)
+    nonconst = mons[1:]
+    Aw = ev.along(nonconst)  # X[m'] -> coefficients w = alpha q'
+    Bq = ev.div[:, None] * ev.values(mons)  # div X m -> coefficients q
+    Mx = np.hstack([Aw, Bq])
+    colscale = np.linalg.norm(Mx, axis=0)
+    colscale[colscale == 0] = 1.0
+    _, sv, vt = np.linalg.svd(Mx / colscale, full_matrices=False)
+    if sv.size == 0:
+        return None, np.inf, False, 0
+    k = max(1, int(np.sum(sv <= 1e-9 * sv[0])))
+    N = (vt[-k:].T) / colscale[:, None]  # null-space basis in original coefficients
+    nw = len(nonconst)
+    Nw, Nq = N[:nw], N[nw:]
+    Nq1 = Nq[1:]  # non-constant part of q
+    # pencil Nw y = alpha Nq1 y.  Candidates: finite eigenvalues of the projected square pencil
+    # (QZ copes with directions where Nq1 y = 0, which give infinite eigenvalues); for each, the
+    # best y is the smallest right singular vector of Nw - alpha Nq1 (eigenspaces may be
+    # larger than one dimension, e.g. Q + lambda (|gamma|^2 - 1) on a sphere).
+    with np.errstate(all="ignore"):
+        alphas = scipy.linalg.eigvals(Nq1.T @ Nw, Nq1.T @ Nq1)
+    best = (None, np.inf, False, k)
+    for alpha in alphas:
+        if not np.isfinite(alpha) or abs(alpha.imag) > 1e-8 * max(1.0, abs(alpha)):
+            continue
+        alpha = float(alpha.real)
+        if abs(alpha) < 1e-12:
+            continue
+        y = np.linalg.svd(Nw - alpha * Nq1)[2][-1]
+        q = Nq @ y
+        if np.allclose(q, 0):
+            continue
+        qv = ev.values(mons) @ q
+        if not (np.all(qv > 0) or np.all(qv < 0)):
+            continue
+        if qv[0] < 0:
+            q = -q
+        q = q / q[np.argmax(np.abs(q))]
+        Q = sp.Add(*[_rational(qi) * m for qi, m in zip(q, mons, strict=True)])
+        sigma = alpha * sp.log(Q)
+        res = _residual_of(ev, sigma)
+        if res < best[1]:
+            best = (sigma, res, False, k)
+            if res <= tol:
+                snapped_sigma, snapped = _snap_log_quadratic(
+                    hold, alpha, q, mons, sigma, tol, max_den
+                )
+                best = (snapped_sigma, res, snapped, k)
+    return best
+
+
+def _snap_log_quadratic(
+    hold: _Evaluator,
+    alpha: float,
+    q: np.ndarray,
+    mons: list[sp.Expr],
+    sigma: sp.Expr,
+    tol: float,
+    max_den: int,
+) -> tuple[sp.Expr, bool]:
+    """Snap the exponent and the coefficients of ``Q`` separately, each kept only if the
+    closed form still passes on the hold-out samples; ``snapped`` refers to the exponent."""
+    a_expr: sp.Expr = sp.Float(alpha, 17)
+    fa = _snap(np.array([alpha]), 24)
+    snapped = False
+    if fa is not None:
+        a_expr, snapped = _rational(fa[0]), True
+    q_expr = sp.Add(*[_rational(qi) * m for qi, m in zip(q, mons, strict=True)])
+    rq = _snap(np.where(np.abs(q) <= 1e-10, 0.0, q), max_den)
+    if rq is not None:
+        cand = sp.Add(*[_rational(qi) * m for qi, m in zip(rq, mons, strict=True)])
+        if _residual_of(hold, a_expr * sp.log(cand)) <= tol:
+            q_expr = cand
+    out = a_expr * sp.log(q_expr)
+    if snapped and _residual_of(hold, out) > tol:
+        return sigma, False
+    return out, snapped
+
+
+def discover_density(
+    system: Any,
+    samples: Any,
+    basis: Any = None,
+    params: Any = None,
+    *,
+    variables: Any = None,
+    degree: int = 2,
+    log_quadratic: bool = True,
+    tol: float = 1e-8,
+    max_denominator: int = 1000,
+    holdout: float = 0.25,
+    seed: int = 0,
+) -> DensityFit:
+    """Find an invariant density ``exp(sigma)`` with ``sigma`` in a function basis.
+
+    Parameters
+    ----------
+    system : VectorField, EquationsOfMotion, ChaplyginSystem, ReducedChaplyginSystem, ...
+        Converted with :func:`nhfast.analysis.sampling.as_vector_field`; the density refers to
+        its coordinate volume (``ds dp`` for a Chaplygin system).
+    samples : array_like, shape (n_samples, n_state), or callable ``sampler(vf)``
+        Points where ``X[sigma] = -div X`` is imposed; use a few times more samples than
+        basis functions (the log-quadratic stage has about ``(r+1)(r+2)`` unknowns).
+    basis : sequence of sympy.Expr, optional
+        Functions of the states (and params) for ``sigma`` (constants are dropped: they do
+        not change the measure up to a factor).  Default: monomials of degree
+        ``1..degree`` in ``variables``.
+    params : array_like, shape (n_params,) or (n_samples, n_params), optional
+    variables : sequence of sympy.Symbol or "all", optional
+        Coordinates of the default basis and of the quadratic form: default the shape
+        coordinates (the first ``split`` states, else the first half).
+    degree : int
+        Degree of the default polynomial basis.
+    log_quadratic : bool
+        Also try ``sigma = alpha log Q`` (see the module docstring).
+    tol : float
+        Relative residual below which a fit counts.
+    max_denominator : int
+        Largest denominator when snapping coefficients to rationals.
+    holdout : float
+        Fraction of samples kept out of the fit to verify the closed form.
+    seed : int
+        Seed of the hold-out split.
+
+    Returns
+    -------
+    DensityFit
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad ``samples`` (see ``check_states``), ``basis`` (not expressions of the states and
+        params), ``variables``, ``degree``, ``tol``, ``holdout``.
+    """
+    vf = as_vector_field(system)
+    if callable(samples):
+        samples = samples(vf)
+    x, par = check_states(system, samples, params, "samples")
+    if not (isinstance(degree, int) and not isinstance(degree, bool) and degree >= 1):
+        raise ValueError(f"degree must be a positive int, got {degree!r}")
+    if not (isinstance(tol, float | int) and 0 < tol < 1):
+        raise ValueError(f"tol must be a number in (0, 1), got {tol!r}")
+    if not (isinstance(holdout, float | int) and 0 < holdout < 1):
+        raise ValueError(f"holdout must lie in (0, 1), got {holdout!r}")
+    vars_ = _variables(vf, variables)
+    fns = _basis(vf, basis, vars_, degree)
+    n = x.shape[0]
+    n_unknown = max(len(fns), 2 * len(monomials(vars_, 2, True)) if log_quadratic else 0)
+    if n < 4 or int(n * (1 - holdout)) < n_unknown + 2:
+        raise ValueError(
+            f"samples: {n} states are too few for {n_unknown} unknowns; give at least "
+            f"{int(np.ceil((n_unknown + 2) / (1 - holdout)))}"
+        )
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(n)
+    nh = max(2, int(round(holdout * n)))
+    full = _Evaluator(vf, x, par)
+    ev, hold = full.subset(perm[nh:]), full.subset(perm[:nh])
+
+    div_scale = float(np.abs(full.div).max())
+    if div_scale <= 1e3 * np.finfo(float).eps * (1 + np.abs(full.f).max()):
+        return DensityFit(
+            True, sp.Integer(0), sp.Integer(1), "constant", 0.0, 0.0, tol,
+            statement="div X vanishes on the samples: the coordinate (Liouville) measure is "
+            f"invariant (max |div X| = {div_scale:.1e})", basis=fns,
+        )  # fmt: skip
+
+    residuals: dict[str, float] = {}
+    candidates = []
+    if fns:
+        sigma, res, snapped, nd = _fit_basis(ev, hold, fns, tol, max_denominator)
+        residuals["basis"] = res
+        candidates.append(("basis", sigma, res, snapped, nd))
+    if log_quadratic and vars_:
+        sigma, res, snapped, nd = _fit_log_quadratic(ev, hold, vars_, tol, max_denominator)
+        residuals["log-quadratic"] = res
+        if sigma is not None:
+            candidates.append(("log-quadratic", sigma, res, snapped, nd))
+    for kind, sigma, res, snapped, nd in candidates:
+        if res <= tol:
+            hres = _residual_of(hold, sigma)
+            if hres <= tol:
+                rho = sp.powsimp(sp.exp(sigma)) if kind == "basis" else _power(sigma)
+                return DensityFit(
+                    True, sigma, rho, kind, res, hres, tol, snapped, nd, residuals,
+                    f"found ({kind}): rho = {rho}, relative residual {res:.1e} (hold-out "
+                    f"{hres:.1e}) <= {tol:.0e}", fns,
+                )  # fmt: skip
+    best = min((c[2] for c in candidates), default=np.inf)
+    what = f"polynomials of degree <= {degree} in {', '.join(map(str, vars_))}"
+    if basis is not None:
+        what = f"the {len(fns)} given functions"
+    if log_quadratic:
+        what += " or alpha log Q with Q quadratic in " + ", ".join(map(str, vars_))
+    return DensityFit(
+        False, None, None, "", float(best), float("nan"), tol, False, 0, residuals,
+        f"no invariant density exp(sigma) with sigma in {what}: smallest relative residual "
+        f"{best:.2e} > {tol:.0e}", fns,
+    )  # fmt: skip
+
+
+def _power(sigma: sp.Expr) -> sp.Expr:
+    """``alpha log Q -> Q**alpha``."""
+    alpha, lg = sigma.as_coeff_Mul()
+    if isinstance(lg, sp.log):
+        return lg.args[0] ** alpha
+    return sp.exp(sigma)
+
+
+def _variables(vf: VectorField, variables: Any) -> list[sp.Symbol]:
+    if variables is None:
+        k = vf.split if vf.split is not None else vf.n_state // 2
+        return list(vf.states[:k])
+    if isinstance(variables, str):
+        if variables != "all":
+            raise ValueError(f"variables must be a list of states or 'all', got {variables!r}")
+        return list(vf.states)
+    out = list(variables)
+    bad = [v for v in out if v not in set(vf.states)]
+    if bad or not out:
+        raise ValueError(
+            f"variables must be states of the system ({', '.join(map(str, vf.states))}), "
+            f"got {', '.join(map(str, bad)) or 'none'}"
+        )
+    return out
+
+
+def _basis(vf: VectorField, basis: Any, vars_: list[sp.Symbol], degree: int) -> list[sp.Expr]:
+    if basis is None:
+        return monomials(vars_, degree)
+    try:
+        fns = [sp.sympify(b) for b in basis]
+    except (TypeError, sp.SympifyError) as exc:
+        raise TypeError(f"basis must be a sequence of SymPy expressions: {exc}") from None
+    known = set(vf.states) | set(vf.params)
+    out = []
+    for k, f in enumerate(fns):
+        if not isinstance(f, sp.Expr):
+            raise TypeError(f"basis[{k}] must be a scalar expression, got {f!r}")
+        extra = f.free_symbols - known
+        if extra:
+            raise ValueError(
+                f"basis[{k}] = {f} uses {', '.join(sorted(map(str, extra)))}, which are "
+                "neither states nor params"
+            )
+        if not (f.free_symbols & set(vf.states)):
+            continue  # constants do not change the measure up to a factor
+        out.append(f)
+    if not out:
+        raise ValueError("basis contains no function of the states")
+    return out

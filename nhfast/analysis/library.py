@@ -1,0 +1,627 @@
+"""The example library of the ``nhfast`` command.
+
+Each :class:`Example` knows how to build a system for numerical work (a
+:class:`~nhfast.vectorfield.VectorField`), its default parameter values, how to sample initial
+states, which observables are the energy and the constraints, and what the seeds say about an
+invariant measure and Hamiltonisation (:class:`Expectation`), so that a run can check those
+claims symbolically (:func:`symbolic_checks`) and numerically.
+
+Entries (sources: seed 004, digest ``spec/seed004.md``):
+
+``veselova``
+    Veselova rigid body on SO(n) with ``I(u ^ v) = (Au) ^ (Av)``, ``a_i = 1 + i/n``, reduced
+    to ``T*S^{n-1}`` and integrated in the embedded form ``(gamma, m)`` on the whole sphere
+    (:func:`nhfast.systems.veselova_forms.veselova_embedded`). Seed 004 Thm 4.3: phi-simple with
+    ``phi = -1/2 ln (A gamma, gamma)``, invariant density ``(A gamma, gamma)^{(2-n)/2}``.
+``particle`` / ``particle-a0``
+    Nonholonomic particle (seed 004 Section 4.1) with ``U = (x^2 + y^2)/2``; ``a = 1/2``: no
+    basic invariant measure, not phi-simple; ``a = 0``: ``phi = -1/2 ln(1 + y^2)``.
+``disk``
+    Vertical rolling disk (seed 004 (3.7)-(3.8)): the gyroscopic tensor vanishes, so the
+    reduced system is Hamiltonian (density 1, ``phi`` constant).
+``sleigh``
+    Chaplygin sleigh, integrated in almost-Poisson form on ``D*`` (no chart singularity); the
+    Chaplygin reduction by x-translations has ``d Theta != 0`` (no basic invariant measure, not
+    phi-simple; see :mod:`nhfast.systems.examples`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from nhfast.analysis.result import Check
+from nhfast.vectorfield import VectorField
+
+__all__ = [
+    "Expectation",
+    "MeasureClaim",
+    "Instance",
+    "Example",
+    "EXAMPLES",
+    "get_example",
+    "build_example",
+    "symbolic_checks",
+]
+
+Sampler = Callable[[np.random.Generator, int], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What a seed claims about the reduced (Chaplygin) system.
+
+    Attributes
+    ----------
+    basic_measure : bool
+        Whether a basic invariant measure ``exp(sigma) ds dp`` exists (seed 004 Thm 3.11).
+    sigma : sympy.Expr or None
+        Its ``sigma`` (up to an additive constant), in the shape coordinates.
+    phi_simple : bool
+        Whether the system is phi-simple (seed 004 Def. 3.19).
+    phi : sympy.Expr or None
+        Its ``phi`` (up to an additive constant).
+    source : str
+        Where the claim is made.
+    sigma_text, phi_text : str
+        ``sigma`` and ``phi`` written as in the source, for reports.
+    """
+
+    basic_measure: bool
+    sigma: sp.Expr | None
+    phi_simple: bool
+    phi: sp.Expr | None
+    source: str
+    sigma_text: str = ""
+    phi_text: str = ""
+
+
+@dataclass(frozen=True)
+class MeasureClaim:
+    """A density on the integrated states and whether it is invariant, for numerical checks.
+
+    Attributes
+    ----------
+    density : sympy.Expr
+        ``rho`` (with respect to Lebesgue measure in the integrated states); ``1`` is the
+        Liouville measure of the coordinates.
+    invariant : bool
+        What the source says: ``rho dx`` is invariant (True) or not (False).
+    label : str
+        Short name, e.g. ``"(A gamma, gamma)^(-2)"``.
+    source : str
+        Why it is (not) invariant.
+    """
+
+    density: sp.Expr
+    invariant: bool
+    label: str
+    source: str
+
+
+@dataclass
+class Instance:
+    """One example, built: everything a run needs.
+
+    Attributes
+    ----------
+    name : str
+        Library name (``"veselova"``, ...).
+    title : str
+        Heading for reports, e.g. ``"Veselova rigid body on SO(6)"``.
+    vector_field : VectorField
+        The equations that are integrated.
+    params : ndarray, shape (n_params,)
+        Default parameter values, in the order of ``vector_field.params``.
+    sampler : callable
+        ``sampler(rng, lanes) -> x0`` of shape ``(lanes, n_state)``.
+    energy : str
+        Name of the energy observable.
+    constraints : dict of str to float
+        Observables that must keep a value (empty when the state space is the constraint
+        manifold).
+    log_density : sympy.Expr or None
+        Log of an invariant density with respect to Lebesgue measure in the integrated
+        states (from the seeds), or None if the seeds give none for these coordinates.
+    chaplygin : object or None
+        The ``ChaplyginSystem`` / ``ReducedChaplyginSystem`` whose measure and
+        phi-simplicity the seeds discuss.
+    expected : Expectation or None
+        The seeds' claims about ``chaplygin``.
+    t_end : float
+        Default final time.
+    measure_claims : list of MeasureClaim
+        Densities to test numerically along trajectories, with the expected verdict.
+    chart_sampler : callable or None
+        ``sampler(rng, lanes)`` of states ``(s, p)`` of the Chaplygin chart
+        (``chaplygin_equations(chaplygin)``), for the Hamiltonisation checks.
+    chart_t : float
+        Final time for runs in the chart (short where the chart is local).
+    density_variables : list of sympy.Symbol or None
+        States a *basic* density may depend on (the configuration part), for density
+        discovery; None: the default of ``discover_density`` (the first half of the states).
+    description : dict
+        Figures describing the system for the report.
+    """
+
+    name: str
+    title: str
+    vector_field: VectorField
+    params: np.ndarray
+    sampler: Sampler
+    energy: str = "energy"
+    constraints: dict[str, float] = field(default_factory=dict)
+    log_density: sp.Expr | None = None
+    chaplygin: Any = None
+    expected: Expectation | None = None
+    t_end: float = 10.0
+    measure_claims: list[MeasureClaim] = field(default_factory=list)
+    chart_sampler: Sampler | None = None
+    chart_t: float = 1.0
+    density_variables: list[sp.Symbol] | None = None
+    description: dict[str, Any] = field(default_factory=dict)
+
+    def sample(self, lanes: int, seed: int | None = 0) -> np.ndarray:
+        """Initial states ``(lanes, n_state)`` from ``numpy.random.default_rng(seed)``."""
+        if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
+            raise ValueError(f"lanes must be an int >= 1, got {lanes!r}")
+        x0 = np.asarray(self.sampler(np.random.default_rng(seed), lanes), dtype=float)
+        expect = (lanes, self.vector_field.n_state)
+        if x0.shape != expect:  # a library bug, not bad input
+            raise RuntimeError(f"sampler of {self.name!r} gave shape {x0.shape}, not {expect}")
+        return x0
+
+
+@dataclass(frozen=True)
+class Example:
+    """A library entry: a name, one line of explanation and a builder.
+
+    Attributes
+    ----------
+    name : str
+    summary : str
+        One line for ``nhfast examples``.
+    builder : callable
+        ``builder(n) -> Instance`` (``n`` is None for examples without a size).
+    n_default : int or None
+        Default size (``--n``) for sized examples, None otherwise.
+    n_min : int
+        Smallest allowed size.
+    """
+
+    name: str
+    summary: str
+    builder: Callable[[int | None], Instance]
+    n_default: int | None = None
+    n_min: int = 1
+
+    def build(self, n: int | None = None) -> Instance:
+        """Build the example; ``n`` only for sized examples (default ``n_default``)."""
+        if self.n_default is None:
+            if n is not None:
+                raise ValueError(f"n: example {self.name!r} has no size parameter, got n={n!r}")
+            return self.builder(None)
+        if n is None:
+            n = self.n_default
+        if not isinstance(n, int) or isinstance(n, bool) or n < self.n_min:
+            raise ValueError(f"n: example {self.name!r} needs an int n >= {self.n_min}, got {n!r}")
+        return self.builder(n)
+
+
+def _param_vector(vf: VectorField, values: Mapping[str, float]) -> np.ndarray:
+    names = [str(p) for p in vf.params]
+    missing = [p for p in names if p not in values]
+    if missing:  # a library bug
+        raise RuntimeError(f"no default value for parameters {missing} of {vf.name!r}")
+    return np.array([float(values[p]) for p in names], dtype=float)
+
+
+# ---------------------------------------------------------------------------------------------
+# Veselova
+# ---------------------------------------------------------------------------------------------
+
+
+def veselova_inertia(n: int) -> np.ndarray:
+    """Default ``a_i = 1 + i/n``, ``i = 1..n`` (distinct, so the body is generic)."""
+    return 1.0 + np.arange(1, n + 1) / n
+
+
+def _veselova_sampler(n: int, a: np.ndarray) -> Sampler:
+    def sample(rng: np.random.Generator, lanes: int) -> np.ndarray:
+        # gamma uniform on S^{n-1}; m Gaussian in gamma^perp, scaled to energy 1/2
+        gamma = rng.normal(size=(lanes, n))
+        gamma /= np.linalg.norm(gamma, axis=1, keepdims=True)
+        w = rng.normal(size=(lanes, n))
+        m = w - np.sum(gamma * w, axis=1, keepdims=True) * gamma
+        c = np.sum(a * gamma**2, axis=1)
+        energy = np.sum(m * m / a, axis=1) / (2 * c)
+        m *= np.sqrt(0.5 / energy)[:, None]
+        return np.hstack([gamma, m])
+
+    return sample
+
+
+def _veselova_chart_sampler(n: int, a: np.ndarray, radius: float = 0.4) -> Sampler:
+    from nhfast.systems.veselova_forms import embedded_to_chart
+
+    def sample(rng: np.random.Generator, lanes: int) -> np.ndarray:
+        # s uniform in the ball |s| < radius (well inside the hemisphere chart), m as above
+        d = rng.normal(size=(lanes, n - 1))
+        d /= np.linalg.norm(d, axis=1, keepdims=True)
+        s = d * radius * rng.uniform(size=(lanes, 1)) ** (1.0 / (n - 1))
+        gamma = np.hstack([s, np.sqrt(1.0 - np.sum(s**2, axis=1, keepdims=True))])
+        w = rng.normal(size=(lanes, n))
+        m = w - np.sum(gamma * w, axis=1, keepdims=True) * gamma
+        c = np.sum(a * gamma**2, axis=1)
+        m *= np.sqrt(0.5 / (np.sum(m * m / a, axis=1) / (2 * c)))[:, None]
+        s_, p_ = embedded_to_chart(gamma, m)
+        return np.hstack([s_, p_])
+
+    return sample
+
+
+def _build_veselova(n: int | None) -> Instance:
+    from nhfast.systems.examples import veselova
+    from nhfast.systems.veselova_forms import veselova_embedded
+
+    assert n is not None
+    vf = veselova_embedded(n)
+    a = veselova_inertia(n)
+    red = veselova(n)
+    c = red.extra["c"]
+    gam = vf.states[:n]
+    syms = list(vf.params)
+    c_emb = sp.Add(*[syms[k] * gam[k] ** 2 for k in range(n)])
+    return Instance(
+        name="veselova",
+        title=f"Veselova rigid body on SO({n})",
+        vector_field=vf,
+        params=a,
+        sampler=_veselova_sampler(n, a),
+        energy="energy",
+        constraints={"gamma_norm": 1.0, "momentum_constraint": 0.0},
+        log_density=sp.Rational(2 - n, 2) * sp.log(c_emb),
+        chaplygin=red,
+        expected=Expectation(
+            basic_measure=True,
+            sigma=sp.Rational(2 - n, 2) * sp.log(c),
+            phi_simple=True,
+            phi=-sp.log(c) / 2,
+            source="seed 004 Theorem 4.3",
+            sigma_text=f"{sp.Rational(2 - n, 2)} ln (A gamma, gamma)",
+            phi_text="-1/2 ln (A gamma, gamma)",
+        ),
+        t_end=10.0,
+        measure_claims=[
+            MeasureClaim(
+                c_emb ** sp.Rational(2 - n, 2),
+                True,
+                f"(A gamma, gamma)^({sp.Rational(2 - n, 2)})",
+                "seed 004 Theorem 4.3",
+            ),
+            MeasureClaim(
+                sp.Integer(1),
+                False,
+                "Lebesgue (control)",
+                "the invariant density above is not constant",
+            ),
+        ],
+        # speed <= ~1 at energy 1/2: from |s| < 0.4, |s| stays below 0.8 for tau, t <= 0.4
+        chart_sampler=_veselova_chart_sampler(n, a),
+        chart_t=0.4,
+        density_variables=list(gam),
+        description={
+            "n": n,
+            "shape space": f"S^{n - 1} (rank r = {n - 1})",
+            "integrated form": "embedded (gamma, m) in R^2n, whole sphere",
+            "state dimension": vf.n_state,
+            "parameters": {f"a{i + 1}": float(v) for i, v in enumerate(a)},
+            "initial states": "gamma uniform on the sphere, m Gaussian in gamma^perp, energy 1/2",
+        },
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Nonholonomic particle, vertical disk, sleigh
+# ---------------------------------------------------------------------------------------------
+
+
+def _normal_sampler(n_state: int, fixed: Mapping[int, float] | None = None) -> Sampler:
+    def sample(rng: np.random.Generator, lanes: int) -> np.ndarray:
+        x0 = rng.normal(size=(lanes, n_state))
+        for k, v in (fixed or {}).items():
+            x0[:, k] = v
+        return x0
+
+    return sample
+
+
+def _build_particle(a_value: float) -> Instance:
+    from nhfast.symbolic.equations import chaplygin_equations
+    from nhfast.systems.examples import nonholonomic_particle
+
+    def potential(x: sp.Symbol, y: sp.Symbol) -> sp.Expr:
+        return (x**2 + y**2) / 2
+
+    a_sym: Any = None if a_value != 0 else 0
+    system = nonholonomic_particle(a=a_sym, potential=potential)
+    vf = chaplygin_equations(system).as_vector_field()
+    vf.name = "nonholonomic_particle"
+    y = system.shape[1]
+    sigma = -sp.log(1 + y**2) / 2
+    lebesgue = "Lebesgue dx dy dp (basic, sigma = 0)"
+    if a_value == 0:
+        text = "-1/2 ln(1 + y^2)"
+        expected = Expectation(True, sigma, True, sigma, "seed 004 Section 4.1 (a = 0)", text, text)
+        log_density: sp.Expr | None = sigma.subs(y, vf.states[1])
+        claims = [
+            MeasureClaim(
+                sp.exp(log_density), True, "(1 + y^2)^(-1/2)", "seed 004 Section 4.1 (a = 0)"
+            ),
+            MeasureClaim(sp.Integer(1), False, lebesgue, "the density above is not constant"),
+        ]
+    else:
+        expected = Expectation(False, None, False, None, "seed 004 Section 4.1 (a != 0)")
+        log_density = None
+        claims = [
+            MeasureClaim(
+                sp.Integer(1), False, lebesgue, "seed 004 Section 4.1: no basic measure, a != 0"
+            )
+        ]
+    return Instance(
+        name="particle" if a_value != 0 else "particle-a0",
+        title=f"Nonholonomic particle, a = {a_value:g}, U = (x^2 + y^2)/2",
+        vector_field=vf,
+        params=_param_vector(vf, {"a": a_value}),
+        sampler=_normal_sampler(vf.n_state),
+        log_density=log_density,
+        chaplygin=system,
+        expected=expected,
+        t_end=10.0,
+        measure_claims=claims,
+        chart_sampler=_normal_sampler(vf.n_state),
+        chart_t=2.0,
+        density_variables=list(vf.states[:2]),
+        description={
+            "coordinates": "reduced chart (x, y, p_x, p_y) on T*R^2",
+            "state dimension": vf.n_state,
+            "parameters": {"a": a_value},
+            "initial states": "standard normal",
+        },
+    )
+
+
+def _build_disk(_n: int | None) -> Instance:
+    from nhfast.symbolic.equations import chaplygin_equations
+    from nhfast.systems.examples import vertical_rolling_disk
+
+    system = vertical_rolling_disk()
+    vf = chaplygin_equations(system).as_vector_field()
+    vf.name = "vertical_rolling_disk"
+    values = {"m": 1.0, "R": 1.0, "I": 0.25, "J": 0.5}
+    return Instance(
+        name="disk",
+        title="Vertical rolling disk (m = 1, R = 1, I = 1/4, J = 1/2)",
+        vector_field=vf,
+        params=_param_vector(vf, values),
+        sampler=_normal_sampler(vf.n_state),
+        log_density=sp.Integer(0),
+        chaplygin=system,
+        expected=Expectation(
+            True, sp.Integer(0), True, sp.Integer(0), "seed 004 Section 3.1 (C = 0)", "0", "0"
+        ),
+        t_end=10.0,
+        measure_claims=[
+            MeasureClaim(sp.Integer(1), True, "Lebesgue ds dp", "seed 004 Section 3.1: C = 0")
+        ],
+        chart_sampler=_normal_sampler(vf.n_state),
+        chart_t=2.0,
+        density_variables=list(vf.states[:2]),
+        description={
+            "coordinates": "reduced chart (phi, theta, p_phi, p_theta)",
+            "state dimension": vf.n_state,
+            "parameters": values,
+            "initial states": "standard normal",
+        },
+    )
+
+
+def _sleigh_chart_sampler(rng: np.random.Generator, lanes: int) -> np.ndarray:
+    """States ``(y, theta, p_y, p_theta)`` of the chart ``sin(theta) != 0``, theta near pi/2."""
+    x0 = rng.normal(scale=0.5, size=(lanes, 4))
+    x0[:, 1] = rng.uniform(1.2, 1.9, size=lanes)
+    return x0
+
+
+def _build_sleigh(_n: int | None) -> Instance:
+    from nhfast.symbolic.equations import almost_poisson_equations
+    from nhfast.systems.examples import chaplygin_sleigh
+    from nhfast.systems.nonholonomic import NonholonomicSystem
+
+    plain = chaplygin_sleigh(as_chaplygin=False)
+    th = plain.q[2]
+    # global frame of D (blade direction, rotation); the frame built from the 1-form,
+    # (1, tan theta, 0), is singular at theta = pi/2
+    frame = sp.Matrix([[sp.cos(th), 0], [sp.sin(th), 0], [0, 1]])
+    system = NonholonomicSystem(
+        plain.q, plain.metric, plain.potential, frame=frame, params=plain.params
+    )
+    vf = almost_poisson_equations(system).as_vector_field()
+    vf.name = "chaplygin_sleigh"
+    values = {"m": 1.0, "I": 0.5, "b": 0.5}
+    return Instance(
+        name="sleigh",
+        title="Chaplygin sleigh (m = 1, I = 1/2, b = 1/2)",
+        vector_field=vf,
+        params=_param_vector(vf, values),
+        sampler=_normal_sampler(vf.n_state, fixed={0: 0.0, 1: 0.0}),
+        chaplygin=chaplygin_sleigh(as_chaplygin=True),
+        expected=Expectation(
+            False, None, False, None, "nhfast.systems.examples (d Theta != 0 for b != 0)"
+        ),
+        t_end=10.0,
+        measure_claims=[
+            MeasureClaim(
+                sp.Integer(1),
+                False,
+                "Lebesgue dq dp on D*",
+                "div X = -b p_1/(I + m b^2) != 0 (computed from the equations)",
+            )
+        ],
+        chart_sampler=_sleigh_chart_sampler,
+        chart_t=0.5,
+        density_variables=list(vf.states[:3]),
+        description={
+            "coordinates": "almost-Poisson (x, y, theta, p_1, p_2) on D*, "
+            "e_1 = cos(theta) d_x + sin(theta) d_y, e_2 = d_theta",
+            "state dimension": vf.n_state,
+            "parameters": values,
+            "initial states": "x = y = 0, the rest standard normal",
+        },
+    )
+
+
+EXAMPLES: dict[str, Example] = {
+    e.name: e
+    for e in [
+        Example(
+            "veselova",
+            "Veselova rigid body on SO(n), a_i = 1 + i/n (--n, default 6): phi-simple, "
+            "density (A gamma, gamma)^((2-n)/2)",
+            _build_veselova,
+            n_default=6,
+            n_min=3,
+        ),
+        Example(
+            "particle",
+            "nonholonomic particle, a = 1/2, U = (x^2+y^2)/2: no basic invariant measure",
+            lambda _n: _build_particle(0.5),
+        ),
+        Example(
+            "particle-a0",
+            "nonholonomic particle, a = 0, U = (x^2+y^2)/2: phi = -ln(1+y^2)/2",
+            lambda _n: _build_particle(0.0),
+        ),
+        Example(
+            "disk",
+            "vertical rolling disk: gyroscopic tensor zero, Hamiltonian after reduction",
+            _build_disk,
+        ),
+        Example(
+            "sleigh",
+            "Chaplygin sleigh: d Theta != 0, no basic invariant measure",
+            _build_sleigh,
+        ),
+    ]
+}
+
+
+def get_example(name: str) -> Example:
+    """The library entry ``name``; ``KeyError`` listing the names when unknown."""
+    if name not in EXAMPLES:
+        raise KeyError(f"example: unknown {name!r}; choose one of {', '.join(EXAMPLES)}")
+    return EXAMPLES[name]
+
+
+def build_example(name: str, n: int | None = None) -> Instance:
+    """Shortcut for ``get_example(name).build(n)``."""
+    return get_example(name).build(n)
+
+
+# ---------------------------------------------------------------------------------------------
+# Symbolic facts
+# ---------------------------------------------------------------------------------------------
+
+
+def _same_up_to_constant(found: sp.Expr, expected: sp.Expr, s: list[sp.Symbol]) -> bool:
+    """``d(found - expected) = 0``: derivatives of logs are rational, so ``cancel`` decides."""
+    diff = sp.sympify(found) - sp.sympify(expected)
+    for si in s:
+        d = sp.diff(diff, si)
+        if sp.cancel(sp.together(d)) != 0 and sp.simplify(d) != 0:
+            return False
+    return True
+
+
+def _shape_symbols(system: Any) -> list[sp.Symbol]:
+    s = getattr(system, "s", None)
+    return list(s) if s is not None else list(system.shape)
+
+
+def symbolic_checks(instance: Instance) -> list[Check]:
+    """Check the seeds' claims on the Chaplygin reduction symbolically.
+
+    Runs :func:`nhfast.symbolic.chaplygin.invariant_measure` (Theta = d sigma, seed 004
+    Thm 3.11) and :func:`nhfast.symbolic.chaplygin.phi_simple` (Def. 3.19) and compares with
+    ``instance.expected``: existence and, where claimed, ``sigma`` and ``phi`` up to a constant.
+
+    Parameters
+    ----------
+    instance : Instance
+
+    Returns
+    -------
+    list of Check
+        Empty when the example has no Chaplygin description.
+    """
+    from nhfast.symbolic.chaplygin import invariant_measure, phi_simple
+
+    if instance.chaplygin is None or instance.expected is None:
+        return []
+    exp = instance.expected
+    s = _shape_symbols(instance.chaplygin)
+    checks = []
+
+    meas = invariant_measure(instance.chaplygin)
+    found = meas.sigma is not None
+    figs: dict[str, Any] = {"claimed by": exp.source, "exists": found}
+    if found:
+        figs["sigma"] = str(meas.sigma)
+    else:
+        figs["reason"] = meas.reason
+    if exp.basic_measure:
+        figs["expected sigma"] = str(exp.sigma)
+        holds = found and _same_up_to_constant(meas.sigma, exp.sigma, s)
+        statement = (
+            f"exp(sigma) ds dp is invariant with sigma = {exp.sigma_text or exp.sigma} "
+            f"(found symbolically, equal up to a constant), as {exp.source} says"
+            if holds
+            else f"disagrees with {exp.source}: found sigma = {meas.sigma} ({meas.reason})"
+        )
+    else:
+        holds = not found
+        statement = (
+            f"none exists ({meas.reason}), as {exp.source} says"
+            if holds
+            else f"disagrees with {exp.source}: found sigma = {meas.sigma}"
+        )
+    checks.append(Check("basic invariant measure (symbolic)", holds, statement, figs))
+
+    ps = phi_simple(instance.chaplygin)
+    figs = {"claimed by": exp.source, "phi-simple": ps.is_phi_simple}
+    if ps.is_phi_simple:
+        figs["phi"] = str(ps.phi)
+    else:
+        figs["reason"] = ps.reason
+    if exp.phi_simple:
+        figs["expected phi"] = str(exp.phi)
+        holds = ps.is_phi_simple and _same_up_to_constant(ps.phi, exp.phi, s)
+        statement = (
+            f"phi-simple with phi = {exp.phi_text or exp.phi} (found symbolically, equal up "
+            f"to a constant), as {exp.source} says"
+            if holds
+            else f"disagrees with {exp.source}: {ps.reason or f'phi = {ps.phi}'}"
+        )
+    else:
+        holds = not ps.is_phi_simple
+        statement = (
+            f"not phi-simple ({ps.reason}), as {exp.source} says"
+            if holds
+            else f"disagrees with {exp.source}: phi-simple with phi = {ps.phi}"
+        )
+    checks.append(Check("phi-simple, Hamiltonisable (symbolic)", holds, statement, figs))
+    return checks
