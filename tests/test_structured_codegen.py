@@ -7,6 +7,8 @@ mechanism is compared with its own unrolled SymPy form and with the NumPy interp
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -15,6 +17,9 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import nhfast as nh
+from nhfast import _jit
+from nhfast._abi import SYMBOL
+from nhfast.codegen import structured
 from nhfast.codegen.structured import (
     IndexedProgram,
     generate_structured_c,
@@ -84,22 +89,46 @@ def test_integrate_agrees_with_unrolled_path_and_odd_lane_counts():
 
 
 def test_code_size_does_not_grow_with_n():
-    """Without unrolled statements the source is the same up to the loop bound."""
-    small = generate_structured_c(veselova_program(8))
-    large = generate_structured_c(veselova_program(64))
-    assert abs(len(large) - len(small)) < 40
+    """Looped kernels: the same source up to the loop bound; unrolled ones grow like n."""
+    small = generate_structured_c(veselova_program(8), unroll=False)
+    large = generate_structured_c(veselova_program(64), unroll=False)
+    assert abs(len(large) - len(small)) < 200  # loop bounds and chunk offsets only
     assert "i < 64; ++i" in large and "i < 8; ++i" in small
-    # the unrolled path grows like n^2 (O(n) terms in each of 2n components)
+    unrolled = [len(generate_structured_c(veselova_program(k), unroll=True)) for k in (4, 8)]
+    assert 1.6 < unrolled[1] / unrolled[0] < 2.4  # O(n), not O(n^2)
+    assert "++i" not in generate_structured_c(veselova_program(4), unroll=True)
+    # the unrolled SymPy path grows like n^2 (O(n) terms in each of 2n components)
     size = [sum(sp.count_ops(e) for e in veselova_embedded(k).rhs) for k in (8, 16)]
     assert size[1] > 3 * size[0]
 
 
+def test_default_shape_switches_at_unroll_max_n():
+    n = structured.UNROLL_MAX_N
+    assert "(unrolled)" in generate_structured_c(veselova_program(n))
+    assert "(looped)" in generate_structured_c(veselova_program(n + 1))
+    with pytest.raises(TypeError, match="unroll must be a bool"):
+        generate_structured_c(veselova_program(4), unroll=1)
+
+
 def test_loop_fusion_and_register_temporaries():
     """Dot products share one loop; the rhs needs two passes over the index."""
-    src = generate_structured_c(veselova_program(16))
+    src = generate_structured_c(veselova_program(16), unroll=False)
     rhs = src[src.index("int nh_rhs(") : src.index("int nh_observables(")]
     assert rhs.count("for (int64_t i = 0; i < 16; ++i)") == 2
-    assert "indexed loop 0: reduce, reduce, reduce, reduce, reduce" in rhs
+    # the reciprocal 1/a is formed in the first pass (with the dot products) and stored
+    assert "indexed group 0: reduce, reduce, vector, reduce, reduce, reduce" in rhs
+
+
+def test_one_division_per_component_and_no_allocation():
+    """Per lane and component one division (1/a_i, kept for the second pass); no malloc."""
+    src = generate_structured_c(veselova_program(32), unroll=False)
+    rhs = src[src.index("int nh_rhs(") : src.index("int nh_observables(")]
+    indexed = rhs.split("for (int64_t i = 0;")[1:]
+    assert len(indexed) == 2
+    first, second = (part.split("/*")[0] for part in indexed)  # loop bodies, no comments
+    assert first.count("/") == 1 and "1.0 / " in first
+    assert "/" not in second
+    assert "malloc" not in rhs
 
 
 # ------------------------------------------------------------ generic mechanism ----
@@ -230,3 +259,97 @@ def test_bad_programs():
         vf.with_divergence()
     with pytest.raises(AttributeError, match="defined by its program"):
         vf.rhs = []
+
+
+# ------------------------------------------------------- kernel shapes, direct calls ----
+
+_KERNEL = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_int64,
+    ctypes.c_int64,
+)
+
+
+def _division_program(n: int) -> IndexedProgram:
+    """Divisions by an input vector (twice, and squared), a built vector and a scalar."""
+    prog = IndexedProgram(n)
+    x = prog.state_vector("x")
+    y = prog.state_vector("y")
+    a = prog.param_vector("a")
+    t = prog.time_symbol()
+    z = prog.vector("z", x**2 + 2 + prog.index)
+    r = prog.reduce("r", y / z**2 + x / a)
+    q = prog.reduce("q", a * y**2 + 1)
+    prog.output("rhs", [x / a - r * y / a**2 + sp.cos(t) / q, y / z - x * r / q])
+    prog.output("observables", [r, q / r], names=["r", "ratio"])
+    return prog
+
+
+def _call(address: int, t, xs, par, nout: int, nlanes: int) -> tuple[int, np.ndarray]:
+    """Call a kernel on SoA buffers with lane stride ``xs.shape[1]``; padding set to 7.25."""
+    ld = xs.shape[1]
+    out = np.full((nout, ld), 7.25)
+    rc = _KERNEL(address)(None, t.ctypes.data, xs.ctypes.data, par.ctypes.data, out.ctypes.data,
+                          nlanes, ld)  # fmt: skip
+    return rc, out
+
+
+@pytest.mark.parametrize("which", ["veselova", "toy", "division"])
+@pytest.mark.parametrize("shape", ["unrolled", "looped", "looped-heap"])
+def test_kernel_shapes_on_odd_lane_counts(monkeypatch, which, shape):
+    """Both kernel shapes, across lane chunks (chunk 8, 21 lanes, stride 26) and with the
+    heap workspace, equal the NumPy interpretation of the program; padding lanes untouched."""
+    monkeypatch.setattr(structured, "_CHUNK", 8)
+    if shape == "looped-heap":
+        monkeypatch.setattr(structured, "_STACK_DOUBLES", 16)
+    prog = {
+        "veselova": lambda: veselova_program(6, potential),
+        "toy": lambda: _toy_program(5),
+        "division": lambda: _division_program(5),
+    }[which]()
+    src = generate_structured_c(prog, unroll=shape == "unrolled")
+    assert ("malloc(" in src) == (shape == "looped-heap")
+    lib, _ = _jit.build(src)
+    nlanes, ld = 21, 26
+    rng = np.random.default_rng(5)
+    xs = np.full((prog.n_state, ld), np.nan)
+    par = np.full((prog.n_params, ld), np.nan)
+    xs[:, :nlanes] = rng.normal(size=(prog.n_state, nlanes))
+    par[:, :nlanes] = rng.uniform(0.5, 2.0, size=(prog.n_params, nlanes))
+    t = np.full(ld, np.nan)
+    t[:nlanes] = rng.uniform(0.0, 3.0, size=nlanes)
+    kernels = structured_numpy_kernels(prog)
+    for family in prog.outputs:
+        nout = prog.n_out(family)
+        rc, out = _call(lib.address(SYMBOL[family]), t, xs, par, nout, nlanes)
+        assert rc == 0
+        want = kernels[family].evaluate(t[:nlanes], xs[:, :nlanes], par[:, :nlanes])
+        np.testing.assert_allclose(out[:, :nlanes], want, rtol=1e-13, atol=1e-13)
+        np.testing.assert_array_equal(out[:, nlanes:], 7.25)
+        assert _call(lib.address(SYMBOL[family]), t, xs, par, nout, 0)[0] == 0
+        bad = np.ascontiguousarray(xs[:, :4])  # ld = 4 < nlanes
+        assert _call(lib.address(SYMBOL[family]), t, bad, par, nout, 5)[0] == -1
+
+
+def test_division_program_matches_its_sympy_unrolling():
+    """The reciprocal rewrite keeps the values of x/a, y/a^2, 1/z^2 (both shapes)."""
+    n = 4
+    prog = _division_program(n)
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(9, 2 * n))
+    par = rng.uniform(0.5, 2.0, size=(9, n))
+    tt = rng.uniform(0, 3, size=9)
+    plain = StructuredVectorField(prog, name="division").unrolled()
+    want = plain.evaluate("rhs", x, t=tt, params=par)
+    for unroll in (True, False):
+        lib, _ = _jit.build(generate_structured_c(prog, unroll=unroll))
+        xs = np.ascontiguousarray(x.T)
+        ps = np.ascontiguousarray(par.T)
+        rc, out = _call(lib.address(SYMBOL["rhs"]), np.ascontiguousarray(tt), xs, ps, 2 * n, 9)
+        assert rc == 0
+        np.testing.assert_allclose(out.T, want, rtol=1e-13, atol=1e-13)

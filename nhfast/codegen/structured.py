@@ -16,11 +16,18 @@ are ordinary SymPy expressions in the handles returned by the builder methods; a
 stands for its ``i``-th element inside element-wise expressions.
 
 :func:`generate_structured_c` renders a program to C99 kernels of the kernel ABI
-(``csrc/nh_abi.h``): for every kernel, consecutive indexed statements are fused into one loop
-``for i < n { for l < nlanes { ... } }`` (lanes innermost, struct-of-arrays), element-wise
+(``csrc/nh_abi.h``) in one of two shapes.  *Looped* (the default for ``n >``
+:data:`UNROLL_MAX_N`): the lanes are taken in chunks of 64 with a stack workspace (no
+allocation per call); in every chunk, consecutive indexed statements are fused into one loop
+``for i < n { for l < L { ... } }`` (lanes innermost, struct-of-arrays), element-wise
 temporaries used only inside their loop stay in registers, reductions accumulate into
 per-lane work arrays.  Work and code size per output component are ``O(n)`` and ``O(1)``:
 the source does not grow with ``n`` except through explicit ``unrolled`` statements.
+*Unrolled* (small ``n``): one loop over the lanes with the index loops expanded in the source,
+every intermediate a register.  In both shapes a division by a vector ``v`` becomes a
+multiplication by its reciprocal, formed once per component and lane (and kept in the
+workspace for later loops), and reciprocals of loaded per-lane scalars are shared within a
+loop body; the results agree with the direct expressions to round-off.
 :meth:`IndexedProgram.to_sympy` gives the unrolled SymPy expressions of the same program (for
 symbolic checks at small ``n``), and :class:`StructuredNumpyKernel` evaluates it with NumPy
 (the backend used without a C compiler).
@@ -463,6 +470,7 @@ class _Layout:
 
     def __init__(self, prog: IndexedProgram, groups: list[tuple[bool, list[_Step]]]) -> None:
         self.off: dict[sp.Symbol, int] = {}
+        self.length: dict[int, int] = {}  # offset -> 1 (scalar) or n (stored vector)
         size = 0
         group_of: dict[sp.Symbol, int] = {}
         for g, (_, steps) in enumerate(groups):
@@ -487,9 +495,11 @@ class _Layout:
                     continue
                 if st.kind == "unrolled" or (st.kind == "vector" and t in stored):
                     self.off[t] = size
+                    self.length[size] = prog.n
                     size += prog.n
-                elif st.kind in ("scalar", "reduce"):
+                elif st.kind == "reduce" or (st.kind == "scalar" and t in stored):
                     self.off[t] = size
+                    self.length[size] = 1
                     size += 1
         self.size = size
 
@@ -500,44 +510,164 @@ def _cname(sym: sp.Symbol, table: dict[sp.Symbol, str]) -> str:
     return table[sym]
 
 
-def _load(prog: IndexedProgram, lay: _Layout, sym: sp.Symbol) -> str:
-    """C expression of ``sym`` at lane ``l`` (and index ``i`` for vectors)."""
-    if sym == prog.index:
-        return "(double)i"
-    if sym in prog._owner:
-        v, k = prog._owner[sym]
-        return _elem(prog, lay, v, str(k))
-    if sym in prog._vectors:
-        return _elem(prog, lay, sym, "i")
-    if sym in prog._inputs:
-        inp = prog._inputs[sym]
-        if inp.where == "t":
-            return "t[l]"
-        arr = "x" if inp.where == "x" else "par"
-        return f"{arr}[{inp.offset} * ld + l]"
-    return f"nh_ws[{lay.off[sym]} * L + l]"
+#: Small ``n`` (up to this bound) get fully unrolled kernels: one loop over the lanes, the
+#: index loops expanded in the source with constant indices, all per-lane values in registers.
+UNROLL_MAX_N = 16
+
+#: Lanes per chunk of the looped kernels (the integrators' block size) and the cap on the
+#: per-call stack workspace (in doubles, 64 KiB); larger workspaces come from one malloc.
+_CHUNK = 64
+_STACK_DOUBLES = 8192
 
 
-def _elem(prog: IndexedProgram, lay: _Layout, v: sp.Symbol, idx: str) -> str:
-    if v in prog._inputs:
-        inp = prog._inputs[v]
-        arr = "x" if inp.where == "x" else "par"
-        return f"{arr}[({inp.offset} + {idx}) * ld + l]"
-    return f"nh_ws[({lay.off[v]} + {idx}) * L + l]"
+#: Lane loops carry no dependence (lane ``l`` reads and writes only lane ``l``; ``ld >=
+#: nlanes``): say so, or gcc versions each loop with one alias check per pair of output rows
+#: and gives up vectorising beyond ten pairs.
+_LANE_PRAGMA = """\
+#if defined(__clang__)
+#define NH_LANES _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define NH_LANES _Pragma("GCC ivdep")
+#else
+#define NH_LANES
+#endif
+"""
 
 
-def _render_group(
-    prog: IndexedProgram,
-    lay: _Layout,
-    indexed: bool,
-    steps: list[_Step],
-    printer: _Printer,
-    tag: str,
-) -> list[str]:
-    """One fused loop: loads of earlier results first, then each step (with its own CSE)."""
-    ind = "            " if indexed else "        "
+def _is_reciprocal(e: sp.Expr, bases: set[sp.Symbol]) -> bool:
+    return isinstance(e, sp.Pow) and e.base in bases and e.exp.is_Integer and bool(e.exp < 0)
+
+
+def _with_reciprocals(prog: IndexedProgram, family: str) -> IndexedProgram:
+    """A copy of ``prog`` where element-wise divisions by a vector use its stored reciprocal.
+
+    Every ``v**(-k)`` (``v`` a vector handle, ``k > 0``) in an element-wise statement or
+    output block becomes ``r**k`` with a new vector statement ``r = 1/v`` placed before the
+    first use: one division per component and lane per kernel call (stored in the workspace
+    when several loops use it) instead of one per occurrence.
+    """
+    vectors = set(prog._vectors)
+    exprs = [e for st in prog.statements if st.kind in _INDEXED for e in st.exprs]
+    exprs += [b for b in prog.outputs[family] if prog._is_indexed(b)]
+    found: set[sp.Symbol] = set()
+    for e in exprs:
+        found |= {p.base for p in e.atoms(sp.Pow) if _is_reciprocal(p, vectors)}
+    if not found:
+        return prog
+    new = prog.copy()
+    inv: dict[sp.Symbol, sp.Symbol] = {}
+    for v in sorted(found, key=str):
+        name = f"nh_inv_{v.name}"
+        k = 0
+        while name in new._names:
+            k += 1
+            name = f"nh_inv{k}_{v.name}"
+        inv[v] = new._new(name, vector=True)
+
+    def rewrite(e: sp.Expr) -> sp.Expr:
+        return e.replace(
+            lambda u: _is_reciprocal(u, set(inv)),
+            lambda u: inv[u.base] ** (-u.exp),
+        )
+
+    statements: list[Statement] = []
+    placed: set[sp.Symbol] = set()
+
+    def place(e: sp.Expr) -> None:
+        for v in sorted({p.base for p in e.atoms(sp.Pow) if _is_reciprocal(p, set(inv))}, key=str):
+            if v not in placed:
+                placed.add(v)
+                statements.append(Statement("vector", inv[v], (1 / v,)))
+
+    for st in prog.statements:
+        if st.kind in _INDEXED:
+            for e in st.exprs:
+                place(e)
+            st = Statement(st.kind, st.target, tuple(rewrite(e) for e in st.exprs))
+        statements.append(st)
+    blocks = []
+    for b in prog.outputs[family]:
+        if prog._is_indexed(b):
+            place(b)
+            b = rewrite(b)
+        blocks.append(b)
+    new.statements = statements
+    new.outputs[family] = blocks
+    return new
+
+
+class _Emitter:
+    """How values are addressed in one of the two kernel shapes.
+
+    ``looped``: lanes in chunks of ``chunk``, index loops outside lane loops, workspace
+    ``nh_ws[(off + i) * chunk + l]``, inputs through the chunk pointers ``nh_x`` etc.
+    ``unrolled``: one loop over all lanes, index loops expanded, workspace in per-lane locals.
+    """
+
+    def __init__(self, prog: IndexedProgram, lay: _Layout, unrolled: bool, chunk: int) -> None:
+        self.prog = prog
+        self.lay = lay
+        self.unrolled = unrolled
+        self.chunk = chunk
+        self.arrays: set[str] = set()
+
+    def array(self, where: str) -> str:
+        self.arrays.add(where)
+        if self.unrolled:
+            return where
+        return {"x": "nh_x", "par": "nh_p", "t": "nh_t"}[where]
+
+    def ws(self, off: int, idx: str | int) -> str:
+        if self.unrolled:
+            return f"nh_w{off + int(idx)}"
+        # one array per workspace entry: gcc then sees that stores into a stored vector do
+        # not alias the accumulators of the same loop (no run-time alias check to fail)
+        if idx == 0 or idx == "0":
+            return f"nh_ws{off}[l]"
+        if isinstance(idx, int):
+            return f"nh_ws{off}[{idx * self.chunk} + l]"
+        return f"nh_ws{off}[{idx} * {self.chunk} + l]"
+
+    def load(self, sym: sp.Symbol, idx: str | int) -> str:
+        """C expression of ``sym`` at lane ``l`` (and index ``idx`` for vectors)."""
+        prog = self.prog
+        if sym == prog.index:
+            return f"{float(idx)!r}" if self.unrolled else "(double)i"
+        if sym in prog._owner:
+            v, k = prog._owner[sym]
+            return self.elem(v, k)
+        if sym in prog._vectors:
+            return self.elem(sym, idx)
+        if sym in prog._inputs:
+            inp = prog._inputs[sym]
+            if inp.where == "t":
+                return f"{self.array('t')}[l]"
+            return f"{self.array(inp.where)}[{inp.offset} * ld + l]"
+        return self.ws(self.lay.off[sym], 0)
+
+    def elem(self, v: sp.Symbol, idx: str | int) -> str:
+        if v in self.prog._inputs:
+            inp = self.prog._inputs[v]
+            arr = self.array(inp.where)
+            if isinstance(idx, int):
+                return f"{arr}[{inp.offset + idx} * ld + l]"
+            return f"{arr}[({inp.offset} + {idx}) * ld + l]"
+        return self.ws(self.lay.off[v], idx)
+
+    def out(self, row: int, idx: str | int) -> str:
+        if isinstance(idx, int):
+            return f"out[{row + idx} * ld + l]" if self.unrolled else f"nh_o[{row + idx} * ld + l]"
+        return f"nh_o[({row} + {idx}) * ld + l]"
+
+
+def _render_body(
+    em: _Emitter, steps: list[_Step], printer: _Printer, tag: str, idx: str | int, ind: str
+) -> tuple[list[str], list[str]]:
+    """Loads and statements of one loop body: (lines, reduction initialisations)."""
+    lay = em.lay
     local: dict[sp.Symbol, str] = {}  # handles defined in this loop body -> C local
     loads: dict[sp.Symbol, str] = {}
+    recips: dict[sp.Symbol, str] = {}  # loaded C local -> its reciprocal
     table: dict[sp.Symbol, str] = {}
     head: list[str] = []
     body: list[str] = []
@@ -552,12 +682,27 @@ def _render_group(
                 continue
             if sym not in loads:
                 loads[sym] = _cname(sym, table)
-                head.append(f"{ind}const double {loads[sym]} = {_load(prog, lay, sym)};")
+                head.append(f"{ind}const double {loads[sym]} = {em.load(sym, idx)};")
             rename[sym] = sp.Symbol(loads[sym])
+        exprs = [e.xreplace(rename) for e in exprs]
+        # divisions by a loaded value: one reciprocal per loop body, shared by all steps
+        loaded = {sp.Symbol(c) for c in loads.values()}
+        for e in exprs:
+            for p in e.atoms(sp.Pow):
+                if _is_reciprocal(p, loaded) and p.base not in recips:
+                    recips[p.base] = f"{p.base.name}_r"
+                    head.append(f"{ind}const double {recips[p.base]} = 1.0 / {p.base.name};")
+        if recips:
+            rb = set(recips)
+            exprs = [
+                e.replace(
+                    lambda u, rb=rb: _is_reciprocal(u, rb),
+                    lambda u: sp.Symbol(recips[u.base]) ** (-u.exp),
+                )
+                for e in exprs
+            ]
         prefix = f"nh_c{tag}_{s_i}_"
-        repl, red = sp.cse(
-            [e.xreplace(rename) for e in exprs], symbols=sp.numbered_symbols(prefix), order="none"
-        )
+        repl, red = sp.cse(exprs, symbols=sp.numbered_symbols(prefix), order="none")
         for sym, e in repl:
             body.append(f"{ind}const double {sym} = {printer.doprint(e)};")
         codes = [printer.doprint(e) if e != 0 else "0.0" for e in red]
@@ -566,68 +711,135 @@ def _render_group(
             local[t] = _cname(t, table) + "_v"
             body.append(f"{ind}const double {local[t]} = {codes[0]};")
             if t in lay.off:
-                idx = "i" if st.kind == "vector" else "0"
-                body.append(f"{ind}nh_ws[({lay.off[t]} + {idx}) * L + l] = {local[t]};")
+                body.append(
+                    f"{ind}{em.ws(lay.off[t], idx if st.kind == 'vector' else 0)} = {local[t]};"
+                )
         elif st.kind == "reduce":
-            pre.append(f"        nh_ws[{lay.off[t]} * L + l] = 0.0;")
-            body.append(f"{ind}nh_ws[{lay.off[t]} * L + l] += {codes[0]};")
+            pre.append(em.ws(lay.off[t], 0))
+            body.append(f"{ind}{em.ws(lay.off[t], 0)} += {codes[0]};")
         elif st.kind == "unrolled":
             for k, code in enumerate(codes):
-                body.append(f"{ind}nh_ws[({lay.off[t]} + {k}) * L + l] = {code};")
+                body.append(f"{ind}{em.ws(lay.off[t], k)} = {code};")
         elif st.kind == "out_vec":
-            body.append(f"{ind}out[({st.row} + i) * ld + l] = {codes[0]};")
+            body.append(f"{ind}{em.out(st.row, idx)} = {codes[0]};")
         else:
-            body.append(f"{ind}out[{st.row} * ld + l] = {codes[0]};")
-    lines = []
+            body.append(f"{ind}{em.out(st.row, 0)} = {codes[0]};")
+    return head + body, pre
+
+
+def _render_group_looped(
+    em: _Emitter, indexed: bool, steps: list[_Step], printer: _Printer, tag: str
+) -> list[str]:
+    """One fused loop of a chunk: ``for i { for l { ... } }`` or ``for l { ... }``."""
+    ind = "                " if indexed else "            "
+    lines, pre = _render_body(em, steps, printer, tag, "i" if indexed else 0, ind)
+    out = []
     if pre:
-        lines += ["    for (int64_t l = 0; l < L; ++l) {", *pre, "    }"]
-    if indexed:
-        lines += [
-            f"    for (int64_t i = 0; i < {prog.n}; ++i) {{",
+        out += [
+            "        NH_LANES",
             "        for (int64_t l = 0; l < L; ++l) {",
-            *head,
-            *body,
+            *[f"            {w} = 0.0;" for w in pre],
             "        }",
-            "    }",
         ]
-    else:
-        lines += ["    for (int64_t l = 0; l < L; ++l) {", *head, *body, "    }"]
-    return lines
+    if indexed:
+        return out + [
+            f"        for (int64_t i = 0; i < {em.prog.n}; ++i) {{",
+            "            NH_LANES",
+            "            for (int64_t l = 0; l < L; ++l) {",
+            *lines,
+            "            }",
+            "        }",
+        ]
+    return out + [
+        "        NH_LANES",
+        "        for (int64_t l = 0; l < L; ++l) {",
+        *lines,
+        "        }",
+    ]
 
 
-def _kernel(prog: IndexedProgram, family: str, printer: _Printer) -> str:
+def _render_group_unrolled(
+    em: _Emitter, indexed: bool, steps: list[_Step], printer: _Printer, tag: str
+) -> list[str]:
+    """One group inside the lane loop, the index loop expanded (``{ ... }`` per index)."""
+    if not indexed:
+        lines, _ = _render_body(em, steps, printer, tag, 0, "            ")
+        return ["        {", *lines, "        }"]
+    out: list[str] = []
+    for k in range(em.prog.n):
+        lines, pre = _render_body(em, steps, printer, f"{tag}_{k}", k, "            ")
+        if k == 0:
+            out += [f"        {w} = 0.0;" for w in pre]
+        out += ["        {", *lines, "        }"]
+    return out
+
+
+def _kernel(prog: IndexedProgram, family: str, printer: _Printer, unrolled: bool) -> str:
+    prog = _with_reciprocals(prog, family)
     groups = _groups(prog, _steps(prog, family))
     lay = _Layout(prog, groups)
+    size = lay.size
+    chunk = _CHUNK
+    if size and not unrolled:
+        chunk = max(8, min(_CHUNK, _STACK_DOUBLES // size // 8 * 8))
+    em = _Emitter(prog, lay, unrolled, chunk)
+    render = _render_group_unrolled if unrolled else _render_group_looped
+    body: list[str] = []
+    for g, (indexed, steps) in enumerate(groups):
+        kinds = ", ".join(st.kind for st in steps)
+        body.append(f"        /* {'indexed' if indexed else 'lane'} group {g}: {kinds} */")
+        body += render(em, indexed, steps, printer, str(g))
     lines = [
         f"NH_EXPORT int {SYMBOL[family]}(void *ctx, const double *restrict t, "
         "const double *restrict x, const double *restrict par, double *restrict out, "
         "int64_t nlanes, int64_t ld) {",
         "    (void)ctx; (void)t; (void)x; (void)par;",
         "    if (nlanes < 0 || ld < nlanes) return -1;",
-        "    if (nlanes == 0) return 0;",
-        "    const int64_t L = nlanes;",
     ]
-    if lay.size:
+    if unrolled:
+        lines += ["    NH_LANES", "    for (int64_t l = 0; l < nlanes; ++l) {"]
+        if size:
+            lines.append(f"        double {', '.join(f'nh_w{k}' for k in range(size))};")
+        lines += [*body, "    }", "    return 0;", "}", ""]
+        return "\n".join(lines)
+    heap = size * chunk > _STACK_DOUBLES
+    if heap:  # a very large workspace: one allocation per call, reused by every chunk
         lines += [
-            f"    double *restrict nh_ws = (double *)malloc(sizeof(double) * (size_t)({lay.size} "
-            "* L));",
+            "    if (nlanes == 0) return 0;",
+            f"    double *restrict nh_ws = (double *)malloc(sizeof(double) * {size * chunk});",
             "    if (!nh_ws) return -2;",
+            *[f"    double *restrict nh_ws{o} = nh_ws + {o * chunk};" for o in lay.length],
         ]
-    for g, (indexed, steps) in enumerate(groups):
-        kinds = ", ".join(st.kind for st in steps)
-        lines.append(f"    /* {'indexed loop' if indexed else 'lane loop'} {g}: {kinds} */")
-        lines += _render_group(prog, lay, indexed, steps, printer, str(g))
-    if lay.size:
+    elif size:
+        lines += [f"    double nh_ws{o}[{k * chunk}];" for o, k in lay.length.items()]
+    lines.append(f"    for (int64_t l0 = 0; l0 < nlanes; l0 += {chunk}) {{")
+    lines.append(f"        const int64_t L = nlanes - l0 < {chunk} ? nlanes - l0 : {chunk};")
+    for where in ("t", "x", "par"):
+        if where in em.arrays:
+            lines.append(f"        const double *restrict {em.array(where)} = {where} + l0;")
+    lines.append("        double *restrict nh_o = out + l0;")
+    lines += [*body, "    }"]
+    if heap:
         lines.append("    free(nh_ws);")
     lines += ["    return 0;", "}", ""]
     return "\n".join(lines)
 
 
-def generate_structured_c(prog: IndexedProgram) -> str:
+def generate_structured_c(prog: IndexedProgram, unroll: bool | None = None) -> str:
     """C99 source of the kernel library of ``prog`` (all its output families).
 
     The library follows the kernel ABI of :func:`nhfast.codegen.generate_c` (same exported
     names, same ``nh_info``), so :mod:`nhfast._jit` compiles, caches and loads it unchanged.
+
+    Parameters
+    ----------
+    prog : IndexedProgram
+        The program; needs an ``rhs`` output with ``n_state`` rows.
+    unroll : bool, optional
+        Emit fully unrolled kernels (one loop over the lanes, the index loops expanded in
+        the source: fastest for small ``n``, code size ``O(n)``) instead of looped kernels
+        (index loops over chunks of lanes, code size ``O(1)`` in ``n``).  Default: unrolled
+        for ``n <=`` :data:`UNROLL_MAX_N`.
 
     Raises
     ------
@@ -639,20 +851,26 @@ def generate_structured_c(prog: IndexedProgram) -> str:
         raise ValueError("the program needs an 'rhs' output")
     if prog.n_out("rhs") != prog.n_state:
         raise ValueError(f"'rhs' has {prog.n_out('rhs')} rows for {prog.n_state} states")
+    if unroll is None:
+        unroll = prog.n <= UNROLL_MAX_N
+    elif not isinstance(unroll, bool):
+        raise TypeError(f"unroll must be a bool or None, got {unroll!r}")
     printer = _Printer()
     n_obs = prog.n_out("observables") if "observables" in prog.outputs else 0
     flags = sum(HAS[k] for k in prog.outputs)
     info = [ABI_VERSION, prog.n_state, prog.n_params, n_obs, flags, 0]
+    shape = "unrolled" if unroll else "looped"
     parts = [
         _PREAMBLE.format(abi=ABI_VERSION),
         "#include <stdlib.h>\n",
-        f"/* structured kernels: n = {prog.n}, {len(prog.statements)} statements */\n"
+        _LANE_PRAGMA,
+        f"/* structured kernels ({shape}): n = {prog.n}, {len(prog.statements)} statements */\n"
         f"static const int64_t nh_info_data[{len(info)}] = {{{', '.join(map(str, info))}}};\n"
         "NH_EXPORT const int64_t *nh_info(void) { return nh_info_data; }\n",
     ]
     for family in prog.outputs:
         try:
-            parts.append(_kernel(prog, family, printer))
+            parts.append(_kernel(prog, family, printer, unroll))
         except NotImplementedError as exc:
             raise ValueError(f"kernel {family!r}: expression has no C equivalent: {exc}") from exc
     return "\n".join(parts)

@@ -1,0 +1,490 @@
+"""Nonholonomic versus vakonomic dynamics along computed trajectories (batched, compiled core).
+
+For given initial data ``(q0, v0)`` on the constraint submanifold, :func:`run_nonholonomic`
+integrates, in one batch through :func:`nhfast.integrate.integrate`, the nonholonomic (NH) flow
+together with the linear multiplier ODE of seed 000, Sec. 2.7 (digest ``spec/seed000.md``)::
+
+    qdot = e(q) v,   vdot = a(q, v),                          (NH flow, raw coordinates)
+    Phidot = -KS^T Phi,  Phi(0) = I,                          (fundamental matrix)
+    mu_pdot = -lambda - KS^T mu_p,  mu_p(0) = 0,              (particular solution)
+
+so that every solution of ``mudot = -lambda - KS^T mu`` is ``mu(t) = Phi(t) mu0 + mu_p(t)``.
+The trajectory is vakonomic (VAK) iff some ``mu0`` makes ``KE^T mu(t) = 0`` for all t
+(Thm. 4.8(c) of seed 000); :func:`vakonomic_check` solves the stacked condition over the output
+times by least squares, per trajectory, and reports the residual.  :func:`unconstrained_check`
+reports the NH multiplier ``lambda`` (zero iff the NH trajectory is a free Euler-Lagrange
+solution, Thm. 4.8(a)).  :func:`vakonomic_is_nonholonomic_check` tests given VAK trajectory
+samples ``(q, qdot, mu)`` pointwise (Thm. 4.8(c)).
+
+All symbols and sign conventions are those of :mod:`nhfast.symbolic.comparison`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from nhfast.analysis.result import Check
+from nhfast.integrate import integrate
+from nhfast.symbolic.comparison import (
+    INTEGRABLE_NOTE,
+    NonholonomicData,
+    is_integrable,
+    nonholonomic_data,
+)
+from nhfast.vectorfield import VectorField
+
+__all__ = [
+    "NonholonomicRun",
+    "multiplier_vector_field",
+    "initial_states",
+    "run_nonholonomic",
+    "vakonomic_check",
+    "unconstrained_check",
+    "vakonomic_is_nonholonomic_check",
+]
+
+
+def multiplier_vector_field(system: Any, data: NonholonomicData | None = None) -> VectorField:
+    """The NH flow with the multiplier ODE as extra states (see the module docstring).
+
+    Parameters
+    ----------
+    system : NonholonomicSystem
+    data : NonholonomicData, optional
+        Precomputed :func:`nhfast.symbolic.comparison.nonholonomic_data`.
+
+    Returns
+    -------
+    VectorField
+        States ``q (n), v (r), Phi (k*k, row-major), mu_p (k)``; parameters
+        ``system.params``; observables ``energy``, ``lam_a`` (NH multipliers) and ``A_j_a``
+        (entries of ``KE^T``).
+    """
+    data = data or nonholonomic_data(system)
+    n, r, k = len(data.q), len(data.v), data.forms.rows
+    Phi = sp.Matrix(k, k, lambda a, b: sp.Symbol(f"Phi_{a + 1}_{b + 1}", real=True))
+    mup = sp.Matrix([sp.Symbol(f"mup_{a + 1}", real=True) for a in range(k)])
+    KSt = data.KS.T
+    rhs = [*data.qdot, *data.vdot, *(-KSt * Phi), *(-data.multipliers - KSt * mup)]
+    states = [*data.q, *data.v, *Phi, *mup]
+    obs: dict[str, sp.Expr] = {"energy": data.energy}
+    for a in range(k):
+        obs[f"lam_{a + 1}"] = data.multipliers[a]
+    At = data.KE.T
+    for j in range(r):
+        for a in range(k):
+            obs[f"A_{j + 1}_{a + 1}"] = At[j, a]
+    del n
+    return VectorField(
+        states=states,
+        rhs=rhs,
+        params=list(data.params),
+        observables=obs,
+        name="nonholonomic flow with vakonomic multiplier ODE",
+    )
+
+
+def _lambdified(data: NonholonomicData, exprs: sp.Matrix) -> Any:
+    return sp.lambdify([*data.q, *data.v, *data.params], exprs, "numpy")
+
+
+def initial_states(
+    system: Any,
+    q0: Any,
+    qdot0: Any,
+    params: Any = None,
+    tol: float = 1e-10,
+    data: NonholonomicData | None = None,
+) -> np.ndarray:
+    """Initial states ``(q0, v0)`` from natural velocities, checking that ``qdot0`` lies in D.
+
+    Parameters
+    ----------
+    system : NonholonomicSystem
+    q0, qdot0 : array_like, shape (n,) or (lanes, n)
+    params : array_like, shape (p,) or (lanes, p), optional
+    tol : float
+        Largest accepted ``|W(q0) qdot0| / (1 + |qdot0|)``.
+    data : NonholonomicData, optional
+
+    Returns
+    -------
+    ndarray, shape (lanes, n + r)
+
+    Raises
+    ------
+    ValueError
+        If the shapes are wrong or a velocity is not in D (names the lane).
+    """
+    data = data or nonholonomic_data(system)
+    n, r = len(data.q), len(data.v)
+    q = np.atleast_2d(np.asarray(q0, dtype=float))
+    qd = np.atleast_2d(np.asarray(qdot0, dtype=float))
+    if q.ndim != 2 or q.shape[1] != n:
+        raise ValueError(f"q0 must have shape ({n},) or (lanes, {n}), got {np.shape(q0)}")
+    if qd.shape != q.shape:
+        raise ValueError(f"qdot0 must have the shape of q0 {q.shape}, got {np.shape(qdot0)}")
+    par = _params(data, params, q.shape[0])
+    fW = sp.lambdify([*data.q, *data.params], data.forms, "numpy")
+    fe = sp.lambdify([*data.q, *data.params], data.frame, "numpy")
+    out = np.empty((q.shape[0], n + r))
+    for i in range(q.shape[0]):
+        W = np.asarray(fW(*q[i], *par[i]), dtype=float)
+        e = np.asarray(fe(*q[i], *par[i]), dtype=float)
+        viol = float(np.max(np.abs(W @ qd[i])))
+        if viol > tol * (1 + float(np.max(np.abs(qd[i])))):
+            raise ValueError(
+                f"qdot0: velocity of lane {i} is not in D: |W(q0) qdot0| = {viol:.3g} "
+                f"> {tol:g} (1 + |qdot0|)"
+            )
+        v, *_ = np.linalg.lstsq(e, qd[i], rcond=None)
+        out[i, :n] = q[i]
+        out[i, n:] = v
+    return out
+
+
+def _params(data: NonholonomicData, params: Any, lanes: int) -> np.ndarray:
+    p = len(data.params)
+    if p == 0:
+        if params is not None and np.size(params) != 0:
+            raise ValueError(f"params given, but the system has no parameters ({np.shape(params)})")
+        return np.zeros((lanes, 0))
+    if params is None:
+        raise ValueError(f"params is required: values for {', '.join(map(str, data.params))}")
+    par = np.asarray(params, dtype=float)
+    if par.shape == (p,):
+        return np.broadcast_to(par, (lanes, p))
+    if par.shape != (lanes, p):
+        raise ValueError(
+            f"params must have shape ({p},) or ({lanes}, {p}) for "
+            f"{', '.join(map(str, data.params))}, got {par.shape}"
+        )
+    return par
+
+
+@dataclass
+class NonholonomicRun:
+    """A batch of NH trajectories with the VAK multiplier data along them.
+
+    Attributes
+    ----------
+    t : ndarray, shape (n_t,)
+    q : ndarray, shape (lanes, n_t, n)
+    v : ndarray, shape (lanes, n_t, r)
+    fundamental : ndarray, shape (lanes, n_t, k, k)
+        ``Phi(t)``.
+    particular : ndarray, shape (lanes, n_t, k)
+        ``mu_p(t)``.
+    multipliers : ndarray, shape (lanes, n_t, k)
+        NH multipliers ``lambda(t)``.
+    condition : ndarray, shape (lanes, n_t, r, k)
+        ``KE^T`` along the trajectories.
+    energy : ndarray, shape (lanes, n_t)
+    params : ndarray, shape (lanes, p)
+    integrable : bool
+        D is integrable (NH and VAK coincide).
+    settings : dict
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    fundamental: np.ndarray
+    particular: np.ndarray
+    multipliers: np.ndarray
+    condition: np.ndarray
+    energy: np.ndarray
+    params: np.ndarray
+    integrable: bool
+    settings: dict
+
+
+def run_nonholonomic(
+    system: Any,
+    x0: Any,
+    t_eval: Any,
+    params: Any = None,
+    method: str = "dop853",
+    rtol: float = 1e-11,
+    atol: float = 1e-12,
+    threads: int = 1,
+    data: NonholonomicData | None = None,
+) -> NonholonomicRun:
+    """Integrate NH trajectories and the multiplier ODE in one batch (compiled core).
+
+    Parameters
+    ----------
+    system : NonholonomicSystem
+    x0 : array_like, shape (n + r,) or (lanes, n + r)
+        Initial ``(q, v)``; ``v`` are the quasi-velocities of ``system.frame`` (use
+        :func:`initial_states` to start from natural velocities).
+    t_eval : array_like, shape (n_t,)
+        Output times (the least-squares samples); ``t_eval[0]`` is the initial time.
+    params : array_like, shape (p,) or (lanes, p), optional
+        Values of ``system.params``.
+    method, rtol, atol, threads
+        Passed to :func:`nhfast.integrate.integrate`.
+    data : NonholonomicData, optional
+
+    Returns
+    -------
+    NonholonomicRun
+
+    Raises
+    ------
+    ValueError
+        If ``x0`` has the wrong shape.
+    """
+    data = data or nonholonomic_data(system)
+    n, r, k = len(data.q), len(data.v), data.forms.rows
+    x = np.asarray(x0, dtype=float)
+    if x.ndim not in (1, 2) or x.shape[-1] != n + r:
+        raise ValueError(
+            f"x0 must have shape ({n + r},) or (lanes, {n + r}) = (q, v), got {x.shape}"
+        )
+    x = np.atleast_2d(x)
+    lanes = x.shape[0]
+    par = _params(data, params, lanes)
+    eye = np.broadcast_to(np.eye(k).reshape(-1), (lanes, k * k))
+    full = np.hstack([x, eye, np.zeros((lanes, k))])
+    vf = multiplier_vector_field(system, data)
+    res = integrate(
+        vf, full, t_eval, method=method, rtol=rtol, atol=atol,
+        params=par if par.size else None, threads=threads,
+    )  # fmt: skip
+    y = res.y
+    nt = y.shape[1]
+    obs = res.observables
+    lam = np.stack([obs[f"lam_{a + 1}"] for a in range(k)], axis=-1)
+    cond = np.empty((lanes, nt, r, k))
+    for j in range(r):
+        for a in range(k):
+            cond[:, :, j, a] = obs[f"A_{j + 1}_{a + 1}"]
+    return NonholonomicRun(
+        t=res.t,
+        q=y[:, :, :n],
+        v=y[:, :, n : n + r],
+        fundamental=y[:, :, n + r : n + r + k * k].reshape(lanes, nt, k, k),
+        particular=y[:, :, n + r + k * k :],
+        multipliers=lam,
+        condition=cond,
+        energy=obs["energy"],
+        params=np.array(par),
+        integrable=is_integrable(system),
+        settings={"method": method, "rtol": rtol, "atol": atol, "lanes": lanes, "n_t": nt},
+    )
+
+
+def vakonomic_check(run: NonholonomicRun, tol: float = 1e-7) -> Check:
+    """Is each NH trajectory of ``run`` vakonomic?  Seed 000, Sec. 2.7 / Lemma 4.10.
+
+    Per trajectory, solve ``A(t_s) Phi(t_s) mu0 = -A(t_s) mu_p(t_s)`` over all output times by
+    least squares (``A = KE^T``).  ``residual`` is the root-mean-square of the stacked
+    residual, ``scale`` the rms of the right-hand side, ``relative = residual / scale`` (guarded:
+    NaN when ``scale`` is 0).  A trajectory is declared VAK when
+    ``residual <= tol * (1 + scale)``.
+
+    Parameters
+    ----------
+    run : NonholonomicRun
+    tol : float
+        Threshold (the integration error of the run sets the floor).
+
+    Returns
+    -------
+    Check
+        ``samples``: ``residual``, ``relative residual``, ``scale``, ``vakonomic`` (bool),
+        ``undetermined`` (dimension of the set of initial multipliers: multipliers of closed
+        constraint forms are not determined); ``series``: ``t`` and the largest pointwise
+        residual over the lanes; ``figures``: ``mu0`` of the first lane among others.
+    """
+    if not isinstance(run, NonholonomicRun):
+        raise TypeError(f"run must be a NonholonomicRun, got {type(run).__name__}")
+    A, Phi, mup = run.condition, run.fundamental, run.particular
+    lanes, nt, r, k = A.shape
+    res = np.empty(lanes)
+    scale = np.empty(lanes)
+    undet = np.empty(lanes, dtype=int)
+    pointwise = np.empty((lanes, nt))
+    mu0s = np.empty((lanes, k))
+    for i in range(lanes):
+        M = np.einsum("tja,tab->tjb", A[i], Phi[i]).reshape(nt * r, k)
+        b = -np.einsum("tja,ta->tj", A[i], mup[i]).reshape(nt * r)
+        mu0, *_ = np.linalg.lstsq(M, b, rcond=None)
+        rr = M @ mu0 - b
+        res[i] = np.sqrt(np.mean(rr**2))
+        scale[i] = np.sqrt(np.mean(b**2))
+        pointwise[i] = np.max(np.abs(rr.reshape(nt, r)), axis=1)
+        sv = np.linalg.svd(M, compute_uv=False)
+        undet[i] = int(k - np.sum(sv > 1e-8 * max(1.0, float(sv.max(initial=0.0)))))
+        mu0s[i] = mu0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(scale > 0, res / scale, np.nan)
+    ok = res <= tol * (1 + scale)
+    holds = bool(np.all(ok))
+    if run.integrable:
+        statement = INTEGRABLE_NOTE
+    elif holds:
+        statement = (
+            f"vakonomic: all {lanes} trajectories, max residual {res.max():.2g} "
+            f"<= {tol:g} (1 + scale)"
+        )
+    else:
+        statement = (
+            f"not vakonomic: {int(np.sum(~ok))} of {lanes} trajectories, max residual "
+            f"{res.max():.2g} > {tol:g} (1 + scale)"
+        )
+    return Check(
+        name="nonholonomic trajectory is vakonomic (seed 000, Sec. 2.7)",
+        holds=holds,
+        statement=statement,
+        figures={
+            "lanes": lanes,
+            "max residual": float(res.max()),
+            "max relative residual": float(np.nanmax(rel)) if np.any(np.isfinite(rel)) else None,
+            "threshold": tol,
+            "mu0 (lane 0)": mu0s[0].tolist(),
+            "undetermined (lane 0)": int(undet[0]),
+            "integrable": run.integrable,
+        },
+        series={"t": run.t, "max pointwise residual": pointwise.max(axis=0)},
+        samples={
+            "residual": res,
+            "relative residual": rel,
+            "scale": scale,
+            "vakonomic": ok,
+            "undetermined": undet,
+            "mu0": mu0s,
+        },
+    )
+
+
+def unconstrained_check(run: NonholonomicRun, tol: float = 1e-7) -> Check:
+    """Is each NH trajectory of ``run`` a free Euler-Lagrange solution?  Seed 000 Thm. 4.8(a).
+
+    The NH multiplier ``lambda(t)`` (``E(L) = W^T lambda``) must vanish; the figure is
+    ``max_t |lambda(t)|`` per trajectory, declared zero when ``<= tol``.
+
+    Returns
+    -------
+    Check
+        ``samples``: ``max |lambda|``, ``unconstrained`` (bool).
+    """
+    if not isinstance(run, NonholonomicRun):
+        raise TypeError(f"run must be a NonholonomicRun, got {type(run).__name__}")
+    m = np.max(np.abs(run.multipliers), axis=(1, 2))
+    ok = m <= tol
+    holds = bool(np.all(ok))
+    statement = (
+        f"unconstrained: max |lambda| {m.max():.2g} <= {tol:g} on all {m.size} trajectories"
+        if holds
+        else f"not unconstrained: {int(np.sum(~ok))} of {m.size} trajectories have "
+        f"max |lambda| > {tol:g} (largest {m.max():.2g})"
+    )
+    return Check(
+        name="nonholonomic trajectory is unconstrained (seed 000, Thm. 4.8(a))",
+        holds=holds,
+        statement=statement,
+        figures={"lanes": int(m.size), "max |lambda|": float(m.max()), "threshold": tol},
+        series={"t": run.t, "max |lambda|": np.max(np.abs(run.multipliers), axis=(0, 2))},
+        samples={"max |lambda|": m, "unconstrained": ok},
+    )
+
+
+def _samples(arr: Any, name: str, last: int, shape: Sequence[int] | None = None) -> np.ndarray:
+    a = np.asarray(arr, dtype=float)
+    if a.ndim != 3 or a.shape[-1] != last:
+        raise ValueError(f"{name} must have shape (lanes, n_t, {last}), got {a.shape}")
+    if shape is not None and a.shape[:2] != tuple(shape):
+        raise ValueError(f"{name} must have shape {(*shape, last)}, got {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return a
+
+
+def vakonomic_is_nonholonomic_check(
+    system: Any,
+    q: Any,
+    qdot: Any,
+    mu: Any,
+    params: Any = None,
+    tol: float = 1e-8,
+    data: NonholonomicData | None = None,
+) -> Check:
+    """Is a VAK trajectory with multipliers ``mu`` nonholonomic?  Seed 000 Thm. 4.8(c).
+
+    Pointwise test ``mu_a domega^a(qdot, e_j) = 0`` for the fields ``e_j`` of D on samples of
+    the trajectories (multipliers of ``L + mu_a omega^a(qdot)``).
+
+    Parameters
+    ----------
+    system : NonholonomicSystem
+    q, qdot : array_like, shape (lanes, n_t, n)
+        Positions and natural velocities; the velocities must lie in D.
+    mu : array_like, shape (lanes, n_t, k)
+    params : array_like, shape (p,) or (lanes, p), optional
+    tol : float
+        A trajectory is NH when ``max_t |KE^T mu| <= tol (1 + max_t |mu|)``.
+    data : NonholonomicData, optional
+
+    Returns
+    -------
+    Check
+        ``samples["max |condition|"]`` per trajectory.
+
+    Raises
+    ------
+    ValueError
+        Wrong shapes, non-finite values, or velocities not in D.
+    """
+    data = data or nonholonomic_data(system)
+    n, k = len(data.q), data.forms.rows
+    qa = _samples(q, "q", n)
+    qd = _samples(qdot, "qdot", n, qa.shape[:2])
+    ma = _samples(mu, "mu", k, qa.shape[:2])
+    lanes, nt, _ = qa.shape
+    par = _params(data, params, lanes)
+    fW = sp.lambdify([*data.q, *data.params], data.forms, "numpy")
+    fe = sp.lambdify([*data.q, *data.params], data.frame, "numpy")
+    fA = _lambdified(data, data.KE.T)
+    worst = np.empty(lanes)
+    for i in range(lanes):
+        for s in range(nt):
+            W = np.asarray(fW(*qa[i, s], *par[i]), dtype=float)
+            viol = float(np.max(np.abs(W @ qd[i, s])))
+            if viol > 1e-8 * (1 + float(np.max(np.abs(qd[i, s])))):
+                raise ValueError(
+                    f"qdot: velocity of lane {i} at sample {s} is not in D (|W qdot| = {viol:.3g})"
+                )
+        m = 0.0
+        for s in range(nt):
+            e = np.asarray(fe(*qa[i, s], *par[i]), dtype=float)
+            v, *_ = np.linalg.lstsq(e, qd[i, s], rcond=None)
+            A = np.asarray(fA(*qa[i, s], *v, *par[i]), dtype=float)
+            m = max(m, float(np.max(np.abs(A @ ma[i, s]))))
+        worst[i] = m
+    size = 1 + np.max(np.abs(ma), axis=(1, 2))
+    ok = worst <= tol * size
+    holds = bool(np.all(ok))
+    integ = is_integrable(system)
+    if integ:
+        statement = INTEGRABLE_NOTE
+    elif holds:
+        statement = f"nonholonomic: max |KE^T mu| {worst.max():.2g} on all {lanes} trajectories"
+    else:
+        statement = (
+            f"not nonholonomic: {int(np.sum(~ok))} of {lanes} trajectories violate "
+            f"mu_a domega^a(qdot, e_j) = 0 (largest {worst.max():.2g})"
+        )
+    return Check(
+        name="vakonomic trajectory is nonholonomic (seed 000, Thm. 4.8(c))",
+        holds=holds,
+        statement=statement,
+        figures={"lanes": lanes, "max |condition|": float(worst.max()), "integrable": integ},
+        samples={"max |condition|": worst, "nonholonomic": ok},
+    )
