@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import numbers
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from nhfast._args import positive as _positive
 from nhfast.errors import IntegrationError, IntegrationWarning
 from nhfast.vectorfield import VectorField
 
@@ -69,16 +69,6 @@ class IntegrationResult:
     def failed(self) -> np.ndarray:
         """Boolean mask of the trajectories that did not finish."""
         return self.status != 0
-
-
-def _positive(value, name: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a positive number, got {value!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return v
 
 
 def _array(value, name: str, ndims: tuple[int, ...]) -> np.ndarray:
@@ -279,16 +269,24 @@ def integrate(
     )
     if wanted:
         res.observables = _observables(cs, res, par, threads)
-    if not res.success:
-        bad = np.flatnonzero(status)
-        kinds = ", ".join(
-            f"{np.sum(status == c)} x {STATUS.get(int(c), c)}" for c in np.unique(status[bad])
-        )
-        msg = f"{bad.size} of {ntraj} trajectories failed ({kinds}); first: #{bad[0]}"
-        if not keep_failed:
-            raise IntegrationError(msg, status, res)
-        warnings.warn(msg + " (kept: see result.failed)", IntegrationWarning, stacklevel=2)
+    report_failures(res, status != 0, keep_failed)
     return res
+
+
+def report_failures(res: IntegrationResult, failed: np.ndarray, keep_failed: bool) -> None:
+    """Raise ``IntegrationError`` naming how many lanes failed and why (``res.status``), or
+    with ``keep_failed`` warn once (``IntegrationWarning``) and keep the result."""
+    if not np.any(failed):
+        return
+    status = res.status
+    bad = np.flatnonzero(failed)
+    kinds = ", ".join(
+        f"{np.sum(status == c)} x {STATUS.get(int(c), c)}" for c in np.unique(status[bad])
+    )
+    msg = f"{bad.size} of {status.size} trajectories failed ({kinds}); first: #{bad[0]}"
+    if not keep_failed:
+        raise IntegrationError(msg, status, res)
+    warnings.warn(msg + " (kept: see result.failed)", IntegrationWarning, stacklevel=3)
 
 
 _serial_warned = False

@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from nhfast.errors import IntegrationError, IntegrationWarning
-from nhfast.integrate import STATUS, IntegrationResult, integrate
+from nhfast.errors import IntegrationWarning
+from nhfast.integrate import IntegrationResult, integrate, report_failures
 from nhfast.vectorfield import VectorField
 
 __all__ = [
@@ -471,15 +471,7 @@ def integrate_hamiltonised(
             "tau": tau_out,
             "time_residual": zout[:, :, -1] - t_out[None, :],
         }
-    if failed.any():
-        idx = np.flatnonzero(failed)
-        kinds = ", ".join(
-            f"{np.sum(status == c)} x {STATUS.get(int(c), c)}" for c in np.unique(status[idx])
-        )
-        msg = f"{idx.size} of {ntraj} trajectories failed ({kinds}); first: #{idx[0]}"
-        if not keep_failed:
-            raise IntegrationError(msg, status, out)
-        warnings.warn(msg + " (kept: see result.failed)", IntegrationWarning, stacklevel=2)
+    report_failures(out, failed, keep_failed)
     return out
 
 

@@ -13,25 +13,15 @@ Both checks read the observables stored in an :class:`nhfast.integrate.Integrati
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 import numpy as np
 
+from nhfast._args import positive as _threshold
 from nhfast.analysis.result import Check
 from nhfast.integrate import IntegrationResult
 
 __all__ = ["energy_error", "constraint_residual"]
-
-
-def _threshold(value: float, name: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a positive number, got {value!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return v
 
 
 def _observable(result: IntegrationResult, name: str, argument: str) -> np.ndarray:

@@ -24,13 +24,13 @@ derivative is ``(d Omega)_abc = d_a W_bc + d_b W_ca + d_c W_ab``.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
+from nhfast._args import positive as _positive
 from nhfast.analysis.result import Check, Report
 from nhfast.integrate import integrate
 from nhfast.vectorfield import VectorField
@@ -60,16 +60,6 @@ def _reduced(system: Any) -> Any:
     raise TypeError(
         f"system must be a ChaplyginSystem or ReducedChaplyginSystem, got {type(system).__name__}"
     )
-
-
-def _positive(value: Any, name: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a positive number, got {value!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return v
 
 
 def _finite_array(value: Any, name: str, ndim: int, last: int | None = None) -> np.ndarray:
