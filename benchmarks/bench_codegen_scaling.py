@@ -38,8 +38,8 @@ import pytest
 from nhfast import _jit
 from nhfast.codegen import generate_c
 from nhfast.codegen.structured import generate_structured_c
-from nhfast.systems.veselova_forms import veselova_embedded
-from nhfast.systems.veselova_large import veselova_structured
+from nhfast.systems.veselova_body.forms import veselova_embedded
+from nhfast.systems.veselova_body.structured import veselova_structured
 
 NS = (3, 4, 8, 16, 32, 64)
 COMPANIONS = ("divergence", "observables")

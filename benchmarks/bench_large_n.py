@@ -41,10 +41,10 @@ SCIPY_MAX_LANES = 500
 
 def nhfast_system(n: int) -> tuple[nh.VectorField, str]:
     """The structured O(n) Veselova kernel when it exists and agrees, else the embedded one."""
-    from nhfast.systems.veselova_forms import veselova_embedded
+    from nhfast.systems.veselova_body.forms import veselova_embedded
 
     try:
-        from nhfast.systems.veselova_large import veselova_structured
+        from nhfast.systems.veselova_body.structured import veselova_structured
     except ImportError:
         return veselova_embedded(n), "veselova_embedded"
     vf = veselova_structured(n)

@@ -5,8 +5,8 @@ core; ``integrate`` loads it on first use.
 """
 
 from nhfast.errors import BackendWarning, CompilationError, IntegrationError, IntegrationWarning
+from nhfast.hamiltonised import integrate_hamiltonised
 from nhfast.integrate import HAMILTONISED, METHODS, STATUS, IntegrationResult, integrate
-from nhfast.timechange import integrate_hamiltonised
 from nhfast.vectorfield import HamiltonianSystem, LinearSolve, VectorField
 
 __version__ = "0.1.0"

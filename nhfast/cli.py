@@ -13,6 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 import sympy as sp
 
+from nhfast.errors import UsageError
+
 
 def sleigh_system():
     """Chaplygin sleigh in body velocities: v along the blade, angular velocity omega.
@@ -169,8 +171,8 @@ def _integrate_in_chunks(
     """``nhfast.integrate`` over blocks of lanes, with a progress bar; failed lanes kept."""
     import warnings
 
-    from nhfast.analysis.progress import Progress
     from nhfast.errors import IntegrationWarning
+    from nhfast.experiments._progress import Progress
     from nhfast.integrate import IntegrationResult, integrate
 
     lanes = x0.shape[0]
@@ -211,10 +213,6 @@ def _integrate_in_chunks(
 
 
 CHECKS = ("drift", "symbolic", "measure", "hamiltonisation")
-
-
-class UsageError(ValueError):
-    """An argument of :func:`run_example` does not fit the example (the command exits with 2)."""
 
 
 HAMILTONISATION_LANES = 8  # trajectories of the Hamiltonisation flow checks (chart samples)
@@ -372,7 +370,7 @@ def run_example(
     Parameters
     ----------
     name : str
-        Library name (see ``nhfast examples`` / :data:`nhfast.analysis.library.EXAMPLES`).
+        Library name (see ``nhfast examples`` / :data:`nhfast.experiments.catalogue.EXAMPLES`).
     n : int, optional
         Size of sized examples (Veselova: SO(n)).
     lanes : int
@@ -411,8 +409,8 @@ def run_example(
         The integration of the drift run (None without ``"drift"``).
     """
     from nhfast.analysis.drift import constraint_residual, energy_error
-    from nhfast.analysis.library import get_example, symbolic_checks
     from nhfast.analysis.result import Report
+    from nhfast.experiments.catalogue import get_example, symbolic_checks
     from nhfast.integrate import ADAPTIVE
 
     unknown = [c for c in checks if c not in CHECKS]
@@ -563,7 +561,7 @@ def _positive_float(text: str) -> float:
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
-    from nhfast.analysis.library import EXAMPLES
+    from nhfast.experiments.catalogue import EXAMPLES
     from nhfast.integrate import METHODS
 
     p.add_argument(
@@ -599,9 +597,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
 def _run_command(parser: argparse.ArgumentParser, args: argparse.Namespace, checks) -> int:
     from pathlib import Path
 
-    from nhfast.analysis.library import get_example
     from nhfast.analysis.report import render_text, verdict, write_report
     from nhfast.errors import CompilationError, IntegrationError
+    from nhfast.experiments.catalogue import get_example
 
     example = get_example(args.example)
     if args.n is not None and example.n_default is None:
@@ -664,7 +662,7 @@ _EPILOG = (
 
 def examples_command() -> int:
     """Print the library, one line per example."""
-    from nhfast.analysis.library import EXAMPLES
+    from nhfast.experiments.catalogue import EXAMPLES
 
     width = max(len(k) for k in EXAMPLES)
     for name, ex in EXAMPLES.items():

@@ -1,4 +1,4 @@
-"""Exceptions and warnings of nhfast."""
+"""Every exception and warning of nhfast (one module, so that callers catch them by one import)."""
 
 from __future__ import annotations
 
@@ -48,3 +48,16 @@ class IntegrationWarning(RuntimeWarning):
 
 class BackendWarning(RuntimeWarning):
     """nhfast fell back to the slow NumPy backend (no C compiler)."""
+
+
+class ConstraintAlgorithmError(ValueError):
+    """The constraint algorithm degenerates: no stop within ``max_steps``, an empty
+    (inconsistent) final set, or a singular matrix where the theory needs it invertible."""
+
+
+class HolonomicConstraintsWarning(UserWarning):
+    """The constraints are integrable: nonholonomic and vakonomic motions coincide."""
+
+
+class UsageError(ValueError):
+    """An argument of an experiment does not fit the example (the command exits with 2)."""

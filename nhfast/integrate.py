@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nhfast._args import positive as _positive
+from nhfast._validate import positive as _positive
 from nhfast.errors import IntegrationError, IntegrationWarning
 from nhfast.vectorfield import VectorField
 
@@ -23,7 +23,7 @@ METHODS = {
     "gauss6": 6,
 }
 ADAPTIVE = frozenset({"dopri5", "dop853"})
-#: Measure-preserving methods for phi-simple Chaplygin systems (``nhfast.timechange``).
+#: Measure-preserving methods for phi-simple Chaplygin systems (``nhfast.hamiltonised``).
 HAMILTONISED = ("hamiltonised-midpoint", "hamiltonised-gauss4", "hamiltonised-gauss6")
 #: Per-lane status codes (``NH_LANE_*`` in csrc/nh_abi.h).
 STATUS = {
@@ -131,7 +131,7 @@ def integrate(
         (``midpoint``, ``gauss4``, ``gauss6``) are symplectic for Hamiltonian systems.
         ``hamiltonised-*``: ``system`` is a phi-simple Chaplygin system, ``x0 = (s, p)``; it is
         integrated in Hamiltonised form with the Gauss scheme and step ``h`` in ``tau``
-        (measure preserving; see :func:`nhfast.timechange.integrate_hamiltonised`, which gets
+        (measure preserving; see :func:`nhfast.hamiltonised.integrate_hamiltonised`, which gets
         ``params``, ``h``, ``threads``, ``observables``, ``max_steps``, ``tol``, ``max_iter``,
         ``keep_failed``, ``block``; ``rtol``, ``atol``, ``hmax`` do not apply).
     rtol, atol : float
@@ -173,7 +173,7 @@ def integrate(
     from nhfast import _core
 
     if isinstance(method, str) and method in HAMILTONISED:
-        from nhfast.timechange import integrate_hamiltonised
+        from nhfast.hamiltonised import integrate_hamiltonised
 
         return integrate_hamiltonised(
             system, x0, t_eval, method=method.removeprefix("hamiltonised-"), h=h, params=params,

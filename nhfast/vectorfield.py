@@ -504,9 +504,9 @@ class VectorField:
 
         Returns
         -------
-        nhfast.compiled.CompiledSystem
+        nhfast._kernels.CompiledSystem
         """
-        from nhfast.compiled import compile_system
+        from nhfast._kernels import compile_system
 
         wanted = frozenset(companions)
         for have, cs in self._compiled.items():

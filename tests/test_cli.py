@@ -14,8 +14,8 @@ import sys
 import numpy as np
 import pytest
 
-from nhfast.analysis.library import EXAMPLES
 from nhfast.cli import main, run_example
+from nhfast.experiments.catalogue import EXAMPLES
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -99,7 +99,7 @@ def test_run_veselova_drift_and_constraints(capsys):
 def test_run_example_matches_direct_integration():
     """The figures of a run are those of an independent integration of the same states."""
     import nhfast as nh
-    from nhfast.analysis.library import build_example
+    from nhfast.experiments.catalogue import build_example
 
     report, res = run_example("particle-a0", lanes=5, t_end=2.0, threads=1, seed=7)
     inst = build_example("particle-a0")
@@ -161,8 +161,8 @@ def test_measure_claims_verdict_is_agreement_with_the_claim():
     """A density that is not invariant PASSes when claimed not invariant and FAILs otherwise."""
     import sympy as sp
 
-    from nhfast.analysis.library import MeasureClaim, build_example
     from nhfast.cli import _measure_checks
+    from nhfast.experiments.catalogue import MeasureClaim, build_example
 
     inst = build_example("particle")  # a = 1/2: ds dp is not invariant (Theta != 0)
     x0 = inst.sample(4, 0)
@@ -279,8 +279,8 @@ def test_density_discovery_verdict_against_the_claims():
 
     import sympy as sp
 
-    from nhfast.analysis.library import build_example
     from nhfast.cli import _discovery_check
+    from nhfast.experiments.catalogue import build_example
 
     inst = build_example("particle-a0")
     ok = _discovery_check(inst, 0, None)

@@ -11,7 +11,7 @@ Submodules, each with one job:
   conformal closedness, the Hamiltonised flow (Htilde, symplecticity, orbits).
 * :mod:`~nhfast.analysis.drift` -- energy error and constraint residual of a run.
 * :mod:`~nhfast.analysis.vakonomic_flow` -- vakonomic flows and NH/VAK side by side.
-* :mod:`~nhfast.analysis.comparison` -- is a nonholonomic trajectory vakonomic (and back).
+* :mod:`~nhfast.analysis.nh_vs_vak` -- is a nonholonomic trajectory vakonomic (and back).
 * :mod:`~nhfast.analysis.report` -- text table, JSON, PNG plots of a :class:`Report`.
 
 The names below are loaded on first use, so importing this package stays cheap.

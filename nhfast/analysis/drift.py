@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from nhfast._args import positive as _threshold
+from nhfast._validate import positive as _threshold
 from nhfast.analysis.result import Check
 from nhfast.integrate import IntegrationResult
 

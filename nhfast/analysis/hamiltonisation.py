@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from nhfast._args import positive as _positive
+from nhfast._validate import positive as _positive
 from nhfast.analysis.result import Check, Report
 from nhfast.integrate import integrate
 from nhfast.vectorfield import VectorField
@@ -51,7 +51,7 @@ __all__ = [
 
 
 def _reduced(system: Any) -> Any:
-    from nhfast.systems.nonholonomic import ChaplyginSystem, ReducedChaplyginSystem
+    from nhfast.symbolic.systems import ChaplyginSystem, ReducedChaplyginSystem
 
     if isinstance(system, ChaplyginSystem):
         return system.reduce()
@@ -500,8 +500,8 @@ def hamiltonised_flow_checks(
         defect in ``(s, p)`` as a control figure), orbit agreement.  Series are against
         ``tau`` (key ``"t"``; the mean ``t(tau)`` is a series too).
     """
+    from nhfast.hamiltonised import GAUSS_METHODS, time_changed_system
     from nhfast.symbolic.equations import chaplygin_equations
-    from nhfast.timechange import GAUSS_METHODS, time_changed_system
 
     if method not in GAUSS_METHODS:
         raise ValueError(f"method must be one of {', '.join(GAUSS_METHODS)}, got {method!r}")

@@ -13,7 +13,7 @@ Constraints.  A system "has a constraint manifold" when it is an ``EquationsOfMo
 ``constraints`` (functions that vanish), or a ``VectorField`` with observables named
 ``constraint`` or ``*_constraint`` (must vanish; a sum of squares counts as one equation per
 square) or ``gamma_norm`` (must equal 1: the advected Poisson vector of a rigid body, or the
-embedded sphere of :func:`nhfast.systems.veselova_forms.veselova_embedded`).
+embedded sphere of :func:`nhfast.systems.veselova_body.forms.veselova_embedded`).
 
 Every function accepts a ``VectorField`` or anything :func:`as_vector_field` converts.
 
@@ -73,7 +73,7 @@ NonholonomicSystem or any object with ``as_vector_field()``
     """
     if isinstance(system, VectorField):
         return system
-    from nhfast.systems.nonholonomic import (
+    from nhfast.symbolic.systems import (
         ChaplyginSystem,
         NonholonomicSystem,
         ReducedChaplyginSystem,

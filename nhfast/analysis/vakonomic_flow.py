@@ -34,6 +34,7 @@ import numpy as np
 import sympy as sp
 
 from nhfast.analysis.result import Check
+from nhfast.errors import HolonomicConstraintsWarning
 
 __all__ = [
     "HolonomicConstraintsWarning",
@@ -47,10 +48,6 @@ __all__ = [
 ]
 
 SYMPLECTIC = ("midpoint", "gauss4", "gauss6")
-
-
-class HolonomicConstraintsWarning(UserWarning):
-    """The constraints are integrable: nonholonomic and vakonomic motions coincide."""
 
 
 @dataclass
@@ -67,7 +64,7 @@ _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _cache(system: Any) -> _Cache:
-    from nhfast.systems.nonholonomic import NonholonomicSystem
+    from nhfast.symbolic.systems import NonholonomicSystem
 
     if not isinstance(system, NonholonomicSystem):
         raise TypeError(f"system must be a NonholonomicSystem, got {type(system).__name__}")
@@ -80,7 +77,7 @@ def _cache(system: Any) -> _Cache:
 def _hamiltonian(system: Any) -> Any:
     c = _cache(system)
     if c.hamiltonian is None:
-        from nhfast.symbolic.constraint_algorithm import vakonomic_hamiltonian
+        from nhfast.symbolic.vakonomic.constraint_algorithm import vakonomic_hamiltonian
 
         c.hamiltonian = vakonomic_hamiltonian(system)
     return c.hamiltonian
@@ -89,7 +86,7 @@ def _hamiltonian(system: Any) -> Any:
 def _one_forms(system: Any) -> sp.Matrix:
     c = _cache(system)
     if c.one_forms is None:
-        from nhfast.symbolic.vakonomic import constraint_one_forms
+        from nhfast.symbolic.vakonomic.equations import constraint_one_forms
 
         c.one_forms = constraint_one_forms(system)
     return c.one_forms
@@ -98,7 +95,7 @@ def _one_forms(system: Any) -> sp.Matrix:
 def _integrable(system: Any) -> bool:
     c = _cache(system)
     if c.integrable is None:
-        from nhfast.symbolic.vakonomic import is_integrable
+        from nhfast.symbolic.vakonomic.equations import is_integrable
 
         c.integrable = is_integrable(system)
     return bool(c.integrable)
@@ -112,7 +109,7 @@ def _vak_field(system: Any, form: str) -> Any:
         if form == "symbolic":
             c.vak_fields[form] = _hamiltonian(system).hamiltonian_system()
         else:
-            from nhfast.symbolic.constraint_algorithm import vakonomic_hamiltonian_field
+            from nhfast.symbolic.vakonomic.constraint_algorithm import vakonomic_hamiltonian_field
 
             c.vak_fields[form] = vakonomic_hamiltonian_field(system)
     return c.vak_fields[form]
@@ -336,10 +333,10 @@ def integrate_vakonomic(
     h : float, optional
         Step size (required by the fixed-step schemes).
     form : {"linear", "symbolic"}
-        ``linear``: :func:`~nhfast.symbolic.constraint_algorithm.vakonomic_hamiltonian_field`
+        ``linear``: :func:`~nhfast.symbolic.vakonomic.constraint_algorithm.vakonomic_hamiltonian_field`
         (linear solves in the kernels, no symbolic inverse; scales to large systems);
         ``symbolic``: ``h_2`` from the symbolic constraint algorithm
-        (:func:`~nhfast.symbolic.constraint_algorithm.vakonomic_hamiltonian`).
+        (:func:`~nhfast.symbolic.vakonomic.constraint_algorithm.vakonomic_hamiltonian`).
     **options
         Passed to :func:`nhfast.integrate.integrate` (``rtol``, ``atol``, ``tol``, ...).
 
@@ -420,7 +417,7 @@ def integrate_nonholonomic(
     NonholonomicTrajectory
     """
     from nhfast.integrate import integrate
-    from nhfast.symbolic.vakonomic import nonholonomic_coordinate_equations
+    from nhfast.symbolic.vakonomic.equations import nonholonomic_coordinate_equations
 
     m = _one_forms(system).rows  # also checks the type of system
     n = system.dim

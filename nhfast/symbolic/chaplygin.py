@@ -44,7 +44,7 @@ __all__ = [
 
 
 def _reduced(system: Any, simplify: Simplifier = True) -> Any:
-    from nhfast.systems.nonholonomic import ChaplyginSystem, ReducedChaplyginSystem
+    from nhfast.symbolic.systems import ChaplyginSystem, ReducedChaplyginSystem
 
     if isinstance(system, ChaplyginSystem):
         return system.reduce()

@@ -290,7 +290,7 @@ def almost_poisson_equations(
     EquationsOfMotion
         ``states = q + p``, energy ``H = 1/2 K^{ij} p_i p_j + U``.
     """
-    from nhfast.systems.nonholonomic import NonholonomicSystem
+    from nhfast.symbolic.systems import NonholonomicSystem
 
     if not isinstance(system, NonholonomicSystem):
         raise TypeError(f"system must be a NonholonomicSystem, got {type(system).__name__}")
@@ -337,7 +337,7 @@ def hamel_equations(
     EquationsOfMotion
         ``states = q + v``; energy ``1/2 v^T K v + U``.
     """
-    from nhfast.systems.nonholonomic import NonholonomicSystem
+    from nhfast.symbolic.systems import NonholonomicSystem
 
     if not isinstance(system, NonholonomicSystem):
         raise TypeError(f"system must be a NonholonomicSystem, got {type(system).__name__}")
@@ -428,7 +428,7 @@ def chaplygin_equations(
     EquationsOfMotion
         ``states = s + p``, ``sdot = dH/dp``, ``pdot_i = -dH/ds^i - C^k_ij p_k dH/dp_j``.
     """
-    from nhfast.systems.nonholonomic import ChaplyginSystem, ReducedChaplyginSystem
+    from nhfast.symbolic.systems import ChaplyginSystem, ReducedChaplyginSystem
 
     if isinstance(system, ChaplyginSystem):
         simplify = system._simp(simplify)

@@ -1,6 +1,8 @@
 """System descriptions and the example library (SymPy; the structured Veselova family also
 carries its looped C program)."""
 
+from nhfast.symbolic.liegroup import LieGroupSystem, suslov, veselova_body_so3
+from nhfast.symbolic.systems import ChaplyginSystem, NonholonomicSystem, ReducedChaplyginSystem
 from nhfast.systems.examples import (
     chaplygin_sleigh,
     holonomic_particle,
@@ -10,15 +12,13 @@ from nhfast.systems.examples import (
     veselova_coordinates,
     veselova_left_trivialised,
 )
-from nhfast.systems.liegroup import LieGroupSystem, suslov, veselova_body_so3
-from nhfast.systems.nonholonomic import ChaplyginSystem, NonholonomicSystem, ReducedChaplyginSystem
 from nhfast.systems.rolling_disk import (
     rolling_disk_seed002,
     rolling_disk_seed003,
     vakonomic_particle_seed003,
 )
-from nhfast.systems.veselova_forms import veselova_embedded, veselova_unreduced
-from nhfast.systems.veselova_large import veselova_structured
+from nhfast.systems.veselova_body.forms import veselova_embedded, veselova_unreduced
+from nhfast.systems.veselova_body.structured import veselova_structured
 from nhfast.systems.wheeled import two_wheeled_carriage, unicycle
 
 __all__ = [

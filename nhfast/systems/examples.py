@@ -30,7 +30,7 @@ import sympy as sp
 
 from nhfast.symbolic import frames as _fr
 from nhfast.symbolic._util import Simplifier, simplifier, sphere_normal, zeros3
-from nhfast.systems.nonholonomic import ChaplyginSystem, NonholonomicSystem, ReducedChaplyginSystem
+from nhfast.symbolic.systems import ChaplyginSystem, NonholonomicSystem, ReducedChaplyginSystem
 
 __all__ = [
     "vertical_rolling_disk",

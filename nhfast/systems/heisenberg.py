@@ -23,7 +23,7 @@ from typing import Any
 import sympy as sp
 
 from nhfast.symbolic._util import as_symbol_list, matrix_is_zero
-from nhfast.systems.nonholonomic import NonholonomicSystem
+from nhfast.symbolic.systems import NonholonomicSystem
 
 __all__ = ["heisenberg", "generalized_heisenberg", "heisenberg_symbols"]
 

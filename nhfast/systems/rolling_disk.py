@@ -18,14 +18,14 @@ The two papers name the disk angles oppositely (digest seed002_003.md, "Notation
 
 Multiplier signs: seed 002 writes the vakonomic Lagrangian ``L - mu_a v^a`` (4.2), seed 003
 ``L + lambda^i Phi_i``; for the same 1-forms ``mu_a(002) = -lambda^a(003)``.  The vakonomic code
-of nhfast (:mod:`nhfast.symbolic.vakonomic`) uses seed 003's sign for coordinate multipliers
+of nhfast (:mod:`nhfast.symbolic.vakonomic.equations`) uses seed 003's sign for coordinate multipliers
 and seed 002's for the frame form; both are documented there.
 
 Seed 003's particle (Example VIII.6): ``Q = R^3``, ``L = 1/2 (xdot^2 + ydot^2 + zdot^2)``,
 ``Phi = zdot - y xdot``, with the rescaled bases ``x Phi`` (chart ``x != 0``) and ``z Phi``
 (chart ``z != 0``).
 
-Every constructor returns a :class:`~nhfast.systems.nonholonomic.NonholonomicSystem` that holds
+Every constructor returns a :class:`~nhfast.symbolic.systems.NonholonomicSystem` that holds
 both the constraint 1-forms (``constraint_forms``) and the paper's frame of D (``frame``).
 """
 
@@ -36,7 +36,7 @@ from typing import Literal
 import sympy as sp
 
 from nhfast.symbolic._util import is_zero
-from nhfast.systems.nonholonomic import NonholonomicSystem
+from nhfast.symbolic.systems import NonholonomicSystem
 
 __all__ = ["rolling_disk_seed002", "rolling_disk_seed003", "vakonomic_particle_seed003"]
 

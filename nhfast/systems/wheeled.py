@@ -33,7 +33,7 @@ from typing import Any
 import sympy as sp
 
 from nhfast.symbolic._util import generic_rank, matrix_is_zero
-from nhfast.systems.nonholonomic import ChaplyginSystem, NonholonomicSystem
+from nhfast.symbolic.systems import ChaplyginSystem, NonholonomicSystem
 
 __all__ = [
     "unicycle",

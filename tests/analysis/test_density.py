@@ -17,7 +17,7 @@ from nhfast.systems.examples import (
     nonholonomic_particle,
     veselova,
 )
-from nhfast.systems.veselova_forms import veselova_embedded
+from nhfast.systems.veselova_body.forms import veselova_embedded
 
 
 def _c_chart(s: list, a: np.ndarray) -> sp.Expr:

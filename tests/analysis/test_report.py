@@ -20,7 +20,10 @@ from hypothesis.extra import numpy as hnp
 
 import nhfast as nh
 from nhfast.analysis.drift import constraint_residual, energy_error
-from nhfast.analysis.library import (
+from nhfast.analysis.report import read_json, render_text, verdict, write_json, write_report
+from nhfast.analysis.result import Check, Report
+from nhfast.experiments._progress import Progress
+from nhfast.experiments.catalogue import (
     EXAMPLES,
     Expectation,
     build_example,
@@ -28,9 +31,6 @@ from nhfast.analysis.library import (
     symbolic_checks,
     veselova_inertia,
 )
-from nhfast.analysis.progress import Progress
-from nhfast.analysis.report import read_json, render_text, verdict, write_json, write_report
-from nhfast.analysis.result import Check, Report
 from nhfast.integrate import IntegrationResult
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -369,7 +369,7 @@ def test_symbolic_check_fails_on_a_wrong_claim():
 
 
 def test_veselova_chart_sampler_inside_the_chart_at_energy_one_half():
-    from nhfast.systems.veselova_forms import chart_to_embedded
+    from nhfast.systems.veselova_body.forms import chart_to_embedded
 
     inst = build_example("veselova", 4)
     x = inst.chart_sampler(np.random.default_rng(0), 30)

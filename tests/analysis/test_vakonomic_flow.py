@@ -23,9 +23,9 @@ from nhfast.analysis.vakonomic_flow import (
     vakonomic_initial_state,
 )
 from nhfast.integrate import integrate
-from nhfast.symbolic.vakonomic import vakonomic_equations, vakonomic_frame_equations
+from nhfast.symbolic.systems import NonholonomicSystem
+from nhfast.symbolic.vakonomic.equations import vakonomic_equations, vakonomic_frame_equations
 from nhfast.systems.examples import holonomic_particle
-from nhfast.systems.nonholonomic import NonholonomicSystem
 from nhfast.systems.rolling_disk import rolling_disk_seed003, vakonomic_particle_seed003
 
 I1, I2, RAD = 0.7, 1.3, 0.5
@@ -104,7 +104,7 @@ def test_special_multipliers_give_the_nonholonomic_motion_C2_V7() -> None:
 
 def test_weak_consistency_at_mu_zero() -> None:
     """At mu = 0 the VAK and NH accelerations coincide at the initial instant (seed 001)."""
-    from nhfast.symbolic.vakonomic import nonholonomic_coordinate_equations
+    from nhfast.symbolic.vakonomic.equations import nonholonomic_coordinate_equations
 
     S = disk()
     vak = vakonomic_equations(S).as_vector_field()

@@ -29,6 +29,7 @@ from nhfast.symbolic.chaplygin import (
     theta_form,
 )
 from nhfast.symbolic.equations import chaplygin_equations
+from nhfast.symbolic.systems import ReducedChaplyginSystem
 from nhfast.systems.examples import (
     chaplygin_sleigh,
     holonomic_particle,
@@ -38,7 +39,6 @@ from nhfast.systems.examples import (
     veselova_coordinates,
     veselova_left_trivialised,
 )
-from nhfast.systems.nonholonomic import ReducedChaplyginSystem
 
 veselova_c = functools.lru_cache(maxsize=None)(veselova)
 veselova_lt = functools.lru_cache(maxsize=None)(veselova_left_trivialised)

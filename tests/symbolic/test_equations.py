@@ -23,13 +23,13 @@ from nhfast.symbolic.equations import (
     chaplygin_equations,
     hamel_equations,
 )
+from nhfast.symbolic.systems import NonholonomicSystem
 from nhfast.systems.examples import (
     chaplygin_sleigh,
     nonholonomic_particle,
     vertical_rolling_disk,
     veselova,
 )
-from nhfast.systems.nonholonomic import NonholonomicSystem
 
 SETTINGS = settings(max_examples=20, deadline=None, derandomize=True)
 

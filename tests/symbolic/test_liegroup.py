@@ -1,6 +1,6 @@
-"""Euler-Poincare-Suslov systems (nhfast.systems.liegroup): Suslov problem on SO(3), a
+"""Euler-Poincare-Suslov systems (nhfast.symbolic.liegroup): Suslov problem on SO(3), a
 left-invariant constraint on SO(4), and Veselova's body equations for n = 3 against the
-unreduced SO(3) form of nhfast.systems.veselova_forms."""
+unreduced SO(3) form of nhfast.systems.veselova_body.forms."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ import pytest
 import sympy as sp
 
 import nhfast as nh
-from nhfast.systems.liegroup import (
+from nhfast.symbolic.liegroup import (
     LieGroupSystem,
     so3_structure_constants,
     son_structure_constants,
     suslov,
     veselova_body_so3,
 )
-from nhfast.systems.veselova_forms import (
+from nhfast.systems.veselova_body.forms import (
     embedded_momentum,
     embedded_to_unreduced,
     veselova_unreduced,

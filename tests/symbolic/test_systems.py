@@ -6,15 +6,15 @@ import pytest
 import sympy as sp
 
 from nhfast.symbolic._util import is_zero, matrix_is_zero
+from nhfast.symbolic.systems import (
+    ChaplyginSystem,
+    NonholonomicSystem,
+    ReducedChaplyginSystem,
+)
 from nhfast.systems.examples import (
     chaplygin_sleigh,
     nonholonomic_particle,
     vertical_rolling_disk,
-)
-from nhfast.systems.nonholonomic import (
-    ChaplyginSystem,
-    NonholonomicSystem,
-    ReducedChaplyginSystem,
 )
 
 x, y, z = sp.symbols("x y z", real=True)

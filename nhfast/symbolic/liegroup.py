@@ -56,7 +56,7 @@ def so3_structure_constants() -> sp.MutableDenseNDimArray:
 
 def son_structure_constants(n: int) -> sp.MutableDenseNDimArray:
     """Structure constants of ``so(n)`` in the basis ``E_(i,j) = e_i ^ e_j`` (``i < j``,
-    row-major order as in :func:`nhfast.systems.veselova_forms.omega_pairs`), with the matrix
+    row-major order as in :func:`nhfast.systems.veselova_body.forms.omega_pairs`), with the matrix
     commutator ``[X, Y] = XY - YX``."""
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
     N = len(pairs)

@@ -144,7 +144,7 @@ def time_changed_system(system: Any, phi: Any = None) -> TimeChangedSystem:
         If the system is not phi-simple (the message gives the reason).
     """
     from nhfast.symbolic.chaplygin import HamiltonisedSystem, hamiltonise
-    from nhfast.systems.nonholonomic import ChaplyginSystem, ReducedChaplyginSystem
+    from nhfast.symbolic.systems import ChaplyginSystem, ReducedChaplyginSystem
 
     if isinstance(system, TimeChangedSystem):
         return system

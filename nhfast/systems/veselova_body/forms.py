@@ -136,7 +136,7 @@ def veselova_embedded(n: int, potential: Potential = None) -> VectorField:
 
     See Also
     --------
-    nhfast.systems.veselova_large.veselova_structured : the same field with looped
+    nhfast.systems.veselova_body.structured.veselova_structured : the same field with looped
         (``O(n)``-size) generated code, for large ``n``.
     """
     n = _check_n(n)

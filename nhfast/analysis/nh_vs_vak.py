@@ -16,7 +16,7 @@ reports the NH multiplier ``lambda`` (zero iff the NH trajectory is a free Euler
 solution, Thm. 4.8(a)).  :func:`vakonomic_is_nonholonomic_check` tests given VAK trajectory
 samples ``(q, qdot, mu)`` pointwise (Thm. 4.8(c)).
 
-All symbols and sign conventions are those of :mod:`nhfast.symbolic.comparison`.
+All symbols and sign conventions are those of :mod:`nhfast.symbolic.vakonomic.nh_vs_vak`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import sympy as sp
 
 from nhfast.analysis.result import Check
 from nhfast.integrate import integrate
-from nhfast.symbolic.comparison import (
+from nhfast.symbolic.vakonomic.nh_vs_vak import (
     INTEGRABLE_NOTE,
     NonholonomicData,
     is_integrable,
@@ -56,7 +56,7 @@ def multiplier_vector_field(system: Any, data: NonholonomicData | None = None) -
     ----------
     system : NonholonomicSystem
     data : NonholonomicData, optional
-        Precomputed :func:`nhfast.symbolic.comparison.nonholonomic_data`.
+        Precomputed :func:`nhfast.symbolic.vakonomic.nh_vs_vak.nonholonomic_data`.
 
     Returns
     -------

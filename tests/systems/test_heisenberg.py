@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from nhfast.symbolic.comparison import (
+from nhfast.symbolic.frames import lie_bracket
+from nhfast.symbolic.systems import NonholonomicSystem
+from nhfast.symbolic.vakonomic.nh_vs_vak import (
     nonholonomic_data,
     unconstrained_test,
     vakonomic_is_nonholonomic,
     vakonomic_test,
 )
-from nhfast.symbolic.frames import lie_bracket
 from nhfast.systems.heisenberg import generalized_heisenberg, heisenberg, heisenberg_symbols
-from nhfast.systems.nonholonomic import NonholonomicSystem
 
 
 def test_bracket_is_minus_two_dz():

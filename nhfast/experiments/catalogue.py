@@ -11,7 +11,7 @@ Entries (sources: seed 004, digest ``spec/seed004.md``):
 ``veselova``
     Veselova rigid body on SO(n) with ``I(u ^ v) = (Au) ^ (Av)``, ``a_i = 1 + i/n``, reduced
     to ``T*S^{n-1}`` and integrated in the embedded form ``(gamma, m)`` on the whole sphere
-    (:func:`nhfast.systems.veselova_forms.veselova_embedded`). Seed 004 Thm 4.3: phi-simple with
+    (:func:`nhfast.systems.veselova_body.forms.veselova_embedded`). Seed 004 Thm 4.3: phi-simple with
     ``phi = -1/2 ln (A gamma, gamma)``, invariant density ``(A gamma, gamma)^{(2-n)/2}``.
 ``particle`` / ``particle-a0``
     Nonholonomic particle (seed 004 Section 4.1) with ``U = (x^2 + y^2)/2``; ``a = 1/2``: no
@@ -246,7 +246,7 @@ def _veselova_sampler(n: int, a: np.ndarray) -> Sampler:
 
 
 def _veselova_chart_sampler(n: int, a: np.ndarray, radius: float = 0.4) -> Sampler:
-    from nhfast.systems.veselova_forms import embedded_to_chart
+    from nhfast.systems.veselova_body.forms import embedded_to_chart
 
     def sample(rng: np.random.Generator, lanes: int) -> np.ndarray:
         # s uniform in the ball |s| < radius (well inside the hemisphere chart), m as above
@@ -266,7 +266,7 @@ def _veselova_chart_sampler(n: int, a: np.ndarray, radius: float = 0.4) -> Sampl
 
 def _build_veselova(n: int | None) -> Instance:
     from nhfast.systems.examples import veselova
-    from nhfast.systems.veselova_forms import veselova_embedded
+    from nhfast.systems.veselova_body.forms import veselova_embedded
 
     assert n is not None
     vf = veselova_embedded(n)
@@ -439,8 +439,8 @@ def _sleigh_chart_sampler(rng: np.random.Generator, lanes: int) -> np.ndarray:
 
 def _build_sleigh(_n: int | None) -> Instance:
     from nhfast.symbolic.equations import almost_poisson_equations
+    from nhfast.symbolic.systems import NonholonomicSystem
     from nhfast.systems.examples import chaplygin_sleigh
-    from nhfast.systems.nonholonomic import NonholonomicSystem
 
     plain = chaplygin_sleigh(as_chaplygin=False)
     th = plain.q[2]

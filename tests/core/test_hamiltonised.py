@@ -1,4 +1,4 @@
-"""Measure-preserving integration of phi-simple Chaplygin systems (nhfast.timechange).
+"""Measure-preserving integration of phi-simple Chaplygin systems (nhfast.hamiltonised).
 
 Oracles: DOP853 on the original reduced equations (3.17) of seed 004 at tight tolerance, the
 invariant density ``exp((r - 1) phi) ds dp`` of Theorem 3.21(ii) (checked on the output map
@@ -15,6 +15,7 @@ import pytest
 import sympy as sp
 
 from nhfast.errors import IntegrationError, IntegrationWarning
+from nhfast.hamiltonised import integrate_hamiltonised, time_changed_system
 from nhfast.integrate import integrate
 from nhfast.symbolic.equations import chaplygin_equations
 from nhfast.systems.examples import (
@@ -23,7 +24,6 @@ from nhfast.systems.examples import (
     nonholonomic_particle,
     veselova,
 )
-from nhfast.timechange import integrate_hamiltonised, time_changed_system
 from nhfast.vectorfield import VectorField
 
 A3 = np.array([1.0, 2.0, 3.0])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from nhfast.analysis.comparison import (
+from nhfast.analysis.nh_vs_vak import (
     initial_states,
     run_nonholonomic,
     unconstrained_check,
@@ -14,7 +14,7 @@ from nhfast.analysis.comparison import (
     vakonomic_is_nonholonomic_check,
 )
 from nhfast.analysis.result import Check
-from nhfast.symbolic.comparison import nonholonomic_data
+from nhfast.symbolic.vakonomic.nh_vs_vak import nonholonomic_data
 from nhfast.systems.examples import holonomic_particle
 from nhfast.systems.heisenberg import heisenberg
 from nhfast.systems.wheeled import two_wheeled_carriage, unicycle

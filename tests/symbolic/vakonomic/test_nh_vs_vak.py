@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from nhfast.symbolic.comparison import (
+from nhfast.symbolic.equations import hamel_equations
+from nhfast.symbolic.systems import NonholonomicSystem
+from nhfast.symbolic.vakonomic.nh_vs_vak import (
     consistency_test,
     frame_data,
     is_integrable,
@@ -15,9 +17,7 @@ from nhfast.symbolic.comparison import (
     vakonomic_is_nonholonomic,
     vakonomic_test,
 )
-from nhfast.symbolic.equations import hamel_equations
 from nhfast.systems.examples import holonomic_particle
-from nhfast.systems.nonholonomic import NonholonomicSystem
 from nhfast.systems.wheeled import carriage_constants, two_wheeled_carriage, unicycle
 
 

@@ -1,6 +1,6 @@
 """Whole-sphere Veselova system on SO(n) for large ``n``, with structured (looped) kernels.
 
-The equations are those of :func:`nhfast.systems.veselova_forms.veselova_embedded` (seed 004
+The equations are those of :func:`nhfast.systems.veselova_body.forms.veselova_embedded` (seed 004
 Section 4.2 in the embedded, chart-free variables ``(gamma, m)`` on ``T*S^{n-1}`` in
 ``R^{2n}``; derivation in that module's docstring), written as an
 :class:`~nhfast.codegen.structured.IndexedProgram` so that the generated C loops over the
@@ -33,7 +33,7 @@ divergence of ``veselova_embedded``), with ``sia = (A^{-1} gamma, gamma)``::
 which on the constraint manifold (``r2 = 1``, ``gm = 0``) is ``-(n-2) gw / c =
 -d/dt log c^{(2-n)/2}``: the density ``c^{(2-n)/2}`` (seed 004 Theorem 4.3 with
 ``sigma = (r - 1) phi``, ``phi = -1/2 log c``) is invariant with respect to Lebesgue measure
-``dgamma dm`` restricted as explained in :mod:`nhfast.systems.veselova_forms`, i.e. with
+``dgamma dm`` restricted as explained in :mod:`nhfast.systems.veselova_body.forms`, i.e. with
 respect to the Liouville volume of ``T*S^{n-1}`` -- on the whole sphere.
 """
 
@@ -43,8 +43,8 @@ import numpy as np
 import sympy as sp
 
 from nhfast.codegen.structured import IndexedProgram
-from nhfast.codegen.structured_field import StructuredVectorField
-from nhfast.systems.veselova_forms import Potential, _check_n, _params, _potential
+from nhfast.structured_field import StructuredVectorField
+from nhfast.systems.veselova_body.forms import Potential, _check_n, _params, _potential
 
 __all__ = [
     "veselova_structured",
@@ -127,7 +127,7 @@ def veselova_structured(n: int, potential: Potential = None) -> StructuredVector
     """Whole-sphere Veselova system on SO(n) with structured kernels (any ``n >= 3``).
 
     Same equations, states, parameters and observables as
-    :func:`nhfast.systems.veselova_forms.veselova_embedded`, but the generated C loops over
+    :func:`nhfast.systems.veselova_body.forms.veselova_embedded`, but the generated C loops over
     the index (``O(n)`` work per lane and ``O(1)`` code size), so ``n = 64`` builds in about a
     second.  Pass it to :func:`nhfast.integrate` unchanged.
 

@@ -1,6 +1,6 @@
 """Vakonomic equations of a system with linear constraints, in coordinates and in a frame.
 
-Both forms start from the same :class:`~nhfast.systems.nonholonomic.NonholonomicSystem` as the
+Both forms start from the same :class:`~nhfast.symbolic.systems.NonholonomicSystem` as the
 nonholonomic equations: ``L = 1/2 qdot^T g(q) qdot - U(q)`` and constraint 1-forms
 ``Phi_i = W_iA(q) qdot^A`` (rows of ``system.constraint_forms``; when the system was given by a
 frame, the 1-forms are the rows of the inverse of the completed frame that annihilate D).
@@ -68,7 +68,7 @@ SMALL = 6
 
 
 def _check_system(system: Any) -> Any:
-    from nhfast.systems.nonholonomic import NonholonomicSystem
+    from nhfast.symbolic.systems import NonholonomicSystem
 
     if not isinstance(system, NonholonomicSystem):
         raise TypeError(f"system must be a NonholonomicSystem, got {type(system).__name__}")

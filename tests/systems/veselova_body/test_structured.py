@@ -23,13 +23,13 @@ import sympy as sp
 import nhfast as nh
 from nhfast.symbolic.equations import chaplygin_equations
 from nhfast.systems.examples import veselova
-from nhfast.systems.veselova_forms import (
+from nhfast.systems.veselova_body.forms import (
     chart_to_embedded,
     embedded_momentum,
     embedded_to_chart,
     veselova_embedded,
 )
-from nhfast.systems.veselova_large import (
+from nhfast.systems.veselova_body.structured import (
     VESELOVA_OBSERVABLES,
     join_state,
     project_to_constraints,

@@ -1,4 +1,4 @@
-"""Vakonomic equations (nhfast.symbolic.vakonomic) against the seeds and independent routes.
+"""Vakonomic equations (nhfast.symbolic.vakonomic.equations) against the seeds and independent routes.
 
 Oracles: seed 003 (14)/(15) and Example VII.4 (V3, V4), seed 002 O1/O13 (digest seed002_003.md),
 the Euler-Lagrange equations of the extended Lagrangian ``L + lambda W qdot`` differentiated
@@ -14,7 +14,8 @@ import pytest
 import sympy as sp
 
 from nhfast.symbolic._util import is_zero
-from nhfast.symbolic.vakonomic import (
+from nhfast.symbolic.systems import NonholonomicSystem
+from nhfast.symbolic.vakonomic.equations import (
     constraint_one_forms,
     is_integrable,
     nonholonomic_coordinate_equations,
@@ -22,7 +23,6 @@ from nhfast.symbolic.vakonomic import (
     vakonomic_frame_equations,
 )
 from nhfast.systems.examples import holonomic_particle, nonholonomic_particle
-from nhfast.systems.nonholonomic import NonholonomicSystem
 from nhfast.systems.rolling_disk import (
     rolling_disk_seed002,
     rolling_disk_seed003,

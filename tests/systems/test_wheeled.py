@@ -27,8 +27,8 @@ from nhfast.symbolic.equations import (
     chaplygin_equations,
     hamel_equations,
 )
+from nhfast.symbolic.systems import ChaplyginSystem, NonholonomicSystem
 from nhfast.systems.examples import vertical_rolling_disk
-from nhfast.systems.nonholonomic import ChaplyginSystem, NonholonomicSystem
 from nhfast.systems.wheeled import carriage_constants, two_wheeled_carriage, unicycle
 
 U_FN = sp.Function("U")

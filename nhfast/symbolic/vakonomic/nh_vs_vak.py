@@ -39,7 +39,7 @@ Sign conventions.  Raw multipliers enter as ``L + mu_a omega^a(qdot)``; seed 000
 ``v^a = omega^a(qdot)`` has ``mu(001) = -mu``.  The NH multipliers are those of
 ``E(L) = W^T lambda`` (seed 002 Sec. 2: ``d/dt dL/dqdot - dL/dq = lambda_b a^b``).
 
-Every function takes a :class:`nhfast.systems.nonholonomic.NonholonomicSystem`
+Every function takes a :class:`nhfast.symbolic.systems.NonholonomicSystem`
 (``L = 1/2 qdot^T G qdot - U``).  Parameter relations (``l = 0``, ``XY = 1`` for the carriage,
 which makes the kinetic energy indefinite on ``TQ`` and is therefore not accepted by the
 system's constructor) are imposed with ``subs=`` *after* all derivatives are taken.
@@ -121,7 +121,7 @@ class SymbolicVerdict:
 
 
 def _check_system(system: Any) -> Any:
-    from nhfast.systems.nonholonomic import NonholonomicSystem
+    from nhfast.symbolic.systems import NonholonomicSystem
 
     if not isinstance(system, NonholonomicSystem):
         raise TypeError(f"system must be a NonholonomicSystem, got {type(system).__name__}")

@@ -33,6 +33,7 @@ from typing import Any
 
 import sympy as sp
 
+from nhfast.errors import ConstraintAlgorithmError
 from nhfast.symbolic._util import (
     Simplifier,
     as_expr,
@@ -53,11 +54,6 @@ __all__ = [
     "vakonomic_hamiltonian",
     "vakonomic_hamiltonian_field",
 ]
-
-
-class ConstraintAlgorithmError(ValueError):
-    """The constraint algorithm degenerates: no stop within ``max_steps``, an empty
-    (inconsistent) final set, or a singular matrix where the theory needs it invertible."""
 
 
 def poisson_bracket(
@@ -509,7 +505,7 @@ def vakonomic_hamiltonian(
     ----------
     system : NonholonomicSystem
         Natural Lagrangian and linear constraints (1-forms from
-        :func:`nhfast.symbolic.vakonomic.constraint_one_forms`).
+        :func:`nhfast.symbolic.vakonomic.equations.constraint_one_forms`).
     simplify : bool or callable
         Normal form used throughout (default: ``cancel``, cheap; ``True``: ``simplify``,
         slow with trigonometric coefficients).
@@ -528,7 +524,11 @@ def vakonomic_hamiltonian(
         If ``D = W g^{-1} W^T`` is singular at generic points (the seed needs it invertible),
         or the algorithm degenerates.
     """
-    from nhfast.symbolic.vakonomic import _check_system, constraint_one_forms, is_integrable
+    from nhfast.symbolic.vakonomic.equations import (
+        _check_system,
+        constraint_one_forms,
+        is_integrable,
+    )
 
     system = _check_system(system)
     simp = simplifier(simplify)
@@ -611,7 +611,7 @@ def vakonomic_hamiltonian_field(system: Any, name: str = "vakonomic (q, phat)") 
         States ``(q, phat)`` (``split = n``), observables ``energy`` (``h_2``), ``lambda_i``,
         ``constraint_i`` (``W qdot``) and ``qdot_i``.
     """
-    from nhfast.symbolic.vakonomic import _check_system, constraint_one_forms
+    from nhfast.symbolic.vakonomic.equations import _check_system, constraint_one_forms
     from nhfast.vectorfield import LinearSolve, VectorField
 
     system = _check_system(system)

@@ -36,13 +36,13 @@ from nhfast.symbolic.equations import (
     chaplygin_equations,
     hamel_equations,
 )
+from nhfast.symbolic.systems import ChaplyginSystem, NonholonomicSystem
 from nhfast.systems.examples import (
     chaplygin_sleigh,
     nonholonomic_particle,
     vertical_rolling_disk,
     veselova,
 )
-from nhfast.systems.nonholonomic import ChaplyginSystem, NonholonomicSystem
 from nhfast.systems.wheeled import two_wheeled_carriage, unicycle
 
 T_EVAL = np.linspace(0.0, 5.0, 11)

@@ -25,9 +25,9 @@ from nhfast.codegen.structured import (
     generate_structured_c,
     structured_numpy_kernels,
 )
-from nhfast.codegen.structured_field import StructuredVectorField
-from nhfast.systems.veselova_forms import veselova_embedded
-from nhfast.systems.veselova_large import veselova_program, veselova_structured
+from nhfast.structured_field import StructuredVectorField
+from nhfast.systems.veselova_body.forms import veselova_embedded
+from nhfast.systems.veselova_body.structured import veselova_program, veselova_structured
 
 
 def potential(gamma: list) -> sp.Expr:

@@ -182,7 +182,7 @@ class StructuredVectorField(VectorField):
 
         Returns
         -------
-        nhfast.compiled.CompiledSystem
+        nhfast._kernels.CompiledSystem
 
         Raises
         ------
@@ -191,7 +191,7 @@ class StructuredVectorField(VectorField):
         """
         from nhfast import _core, _jit
         from nhfast._abi import HAS, SYMBOL
-        from nhfast.compiled import CompiledSystem
+        from nhfast._kernels import CompiledSystem
 
         wanted = set(companions)
         missing = wanted - set(self.program.outputs)

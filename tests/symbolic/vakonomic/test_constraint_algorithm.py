@@ -1,4 +1,4 @@
-"""Seed 003's constraint algorithm and the vakonomic bracket (nhfast.symbolic.constraint_algorithm).
+"""Seed 003's constraint algorithm and the vakonomic bracket (nhfast.symbolic.vakonomic.constraint_algorithm).
 
 Oracles: digest seed002_003.md B.2.4-B.2.6, Example VII.4 (V1, V10-V14), Example VIII.6
 (P9-P13), test system T3 (N != 0) with the exact values of the true bracket and of the literal
@@ -14,15 +14,15 @@ import pytest
 import sympy as sp
 
 from nhfast.symbolic._util import is_zero
-from nhfast.symbolic.constraint_algorithm import (
+from nhfast.symbolic.systems import NonholonomicSystem
+from nhfast.symbolic.vakonomic.constraint_algorithm import (
     ConstraintAlgorithmError,
     dirac_bergmann,
     poisson_bracket,
     vakonomic_hamiltonian,
 )
-from nhfast.symbolic.vakonomic import vakonomic_equations
+from nhfast.symbolic.vakonomic.equations import vakonomic_equations
 from nhfast.systems.examples import holonomic_particle
-from nhfast.systems.nonholonomic import NonholonomicSystem
 from nhfast.systems.rolling_disk import (
     rolling_disk_seed002,
     rolling_disk_seed003,

@@ -1,0 +1,1 @@
+"""nhfast/experiments."""

@@ -1,0 +1,1 @@
+"""nhfast/symbolic/vakonomic."""
