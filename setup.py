@@ -15,6 +15,8 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 CSRC = ["csrc/driver.c", "csrc/rk.c", "csrc/symplectic.c"]
+#: Headers shipped with the package for run-time kernel compiles (nh_abi.h: the kernel ABI).
+INCLUDE = "nhfast/codegen/include"
 PROBE = "#include <omp.h>\nint main(void) { return omp_get_max_threads() > 0 ? 0 : 1; }\n"
 
 
@@ -59,8 +61,8 @@ setup(
         Extension(
             "nhfast._core",
             sources=["nhfast/_core.pyx", *CSRC],
-            include_dirs=["csrc"],
-            depends=["csrc/nh_abi.h", "csrc/nh_core.h", "csrc/nh_block.h", "csrc/tableaux.h"],
+            include_dirs=["csrc", INCLUDE],
+            depends=[f"{INCLUDE}/nh_abi.h", "csrc/nh_core.h", "csrc/nh_block.h", "csrc/tableaux.h"],
         )
     ],
     cmdclass={"build_ext": BuildExt},

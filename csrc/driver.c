@@ -55,7 +55,7 @@ int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double
         b.gid[l] = -1;
         b.active[l] = 0;
     }
-    if (opt->method == NH_DOPRI5 || opt->method == NH_DOP853) {
+    if ((NH_ADAPTIVE_MASK >> opt->method) & 1) {
         rc = nh_run_adaptive(&b);
     } else {
         unsigned char *fresh = (unsigned char *)malloc((size_t)nl);

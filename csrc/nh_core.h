@@ -23,6 +23,9 @@ enum nh_method {
     NH_N_METHODS = 7
 };
 
+/* Bit (1 << method) is set for the adaptive (error-controlled) methods. */
+#define NH_ADAPTIVE_MASK ((1 << NH_DOPRI5) | (1 << NH_DOP853))
+
 /* Columns of the per-lane statistics array stats[lane*NH_NSTATS + k]. */
 #define NH_STAT_STEPS 0     /* accepted steps */
 #define NH_STAT_RHS 1       /* right-hand-side evaluations */

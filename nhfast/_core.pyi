@@ -1,20 +1,52 @@
-"""Type stubs of the compiled core (nhfast/_core.pyx)."""
+"""Type stubs of the compiled core (nhfast/_core.pyx); checked by ``mypy.stubtest``."""
 
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
+from typing_extensions import Buffer, CapsuleType
 
-ABI_VERSION: int
+class _PythonKernel(Protocol):
+    """A NumPy-backend kernel driven through :func:`python_kernel_capsule`."""
+
+    nin: int
+    npar: int
+    nout: int
+    error: BaseException | None
+
+    def __call__(
+        self,
+        t: Buffer,
+        x: Buffer,
+        par: Buffer | None,
+        out: Buffer | None,
+        nlanes: int,
+        ld: int,
+        /,
+    ) -> object: ...
+
+__test__: dict[str, str]  # Cython's doctest table
 HAVE_OPENMP: bool
-NSTATS: int
 KERNEL_CAPSULE: bytes
 
-def kernel_capsule(address: int) -> Any: ...
-def python_kernel_capsule() -> Any: ...
+# Constants of nh_abi.h and nh_core.h (the C headers are their only definition).
+ABI_VERSION: int
+ERR: dict[str, int]
+LANE: dict[str, int]
+INFO: dict[str, int]
+INFO_LEN: int
+HAS: dict[str, int]
+METHOD: dict[str, int]
+N_METHODS: int
+ADAPTIVE_MASK: int
+STAT: dict[str, int]
+NSTATS: int
+
+def kernel_capsule(address: int) -> CapsuleType: ...
+def python_kernel_capsule() -> CapsuleType: ...
 def integrate_batch(
-    rhs: Any,
-    ctx: Any,
+    rhs: CapsuleType,
+    ctx: _PythonKernel | None,
     n: int,
     npar: int,
     split: int,
@@ -36,8 +68,8 @@ def integrate_batch(
     block: int = 64,
 ) -> None: ...
 def eval_soa(
-    kernel: Any,
-    ctx: Any,
+    kernel: CapsuleType,
+    ctx: _PythonKernel | None,
     t: NDArray[np.float64],
     x: NDArray[np.float64],
     par: NDArray[np.float64],
@@ -46,8 +78,8 @@ def eval_soa(
     chunk: int = 4096,
 ) -> None: ...
 def eval_rows(
-    kernel: Any,
-    ctx: Any,
+    kernel: CapsuleType,
+    ctx: _PythonKernel | None,
     nout: int,
     t: NDArray[np.float64],
     x: NDArray[np.float64],

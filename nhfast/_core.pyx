@@ -5,7 +5,8 @@
 Typed memoryviews only (no NumPy C API). Each public function checks sizes, releases the
 GIL once, runs blocks of lanes over threads (OpenMP when the build has it) and turns C
 status codes into Python exceptions. Kernels arrive as ``PyCapsule`` objects named after
-their C signature (``"nh_kernel_fn"``).
+their C signature (``"nh_kernel_fn"``). Every constant of the kernel ABI (``nh_abi.h``) and
+of the core (``nh_core.h``) is exported from the C headers, for ``nhfast._abi``.
 """
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New, PyCapsule_IsValid
 from libc.stdint cimport int32_t, int64_t
@@ -19,10 +20,42 @@ cdef extern from "nh_abi.h":
     int NH_ERR_NOMEM
     int NH_ERR_CALLBACK
     int NH_ERR_ARG
+    int NH_LANE_OK
+    int NH_LANE_NONFINITE
+    int NH_LANE_STEP_UNDERFLOW
+    int NH_LANE_MAX_STEPS
+    int NH_LANE_NOT_CONVERGED
+    int NH_INFO_ABI
+    int NH_INFO_NSTATE
+    int NH_INFO_NPARAM
+    int NH_INFO_NOBS
+    int NH_INFO_FLAGS
+    int NH_INFO_NQ
+    int NH_INFO_LEN
+    int NH_HAS_RHS
+    int NH_HAS_JAC
+    int NH_HAS_DIV
+    int NH_HAS_OBS
+    int NH_HAS_DHDQ
+    int NH_HAS_DHDP
     ctypedef int (*nh_kernel_fn)(void *ctx, const double *t, const double *x, const double *par,
                                  double *out, int64_t nlanes, int64_t ld) noexcept nogil
 
 cdef extern from "nh_core.h":
+    enum nh_method:
+        NH_RK4
+        NH_DOPRI5
+        NH_DOP853
+        NH_LEAPFROG
+        NH_MIDPOINT
+        NH_GAUSS4
+        NH_GAUSS6
+        NH_N_METHODS
+    int NH_ADAPTIVE_MASK
+    int NH_STAT_STEPS
+    int NH_STAT_RHS
+    int NH_STAT_REJECTED
+    int NH_STAT_ITER
     ctypedef struct nh_system:
         nh_kernel_fn rhs
         void *ctx
@@ -58,10 +91,39 @@ cdef extern from *:
     """
     int NH_HAVE_OPENMP
 
-ABI_VERSION = NH_ABI_VERSION
 HAVE_OPENMP = bool(NH_HAVE_OPENMP)
+# static storage: a capsule keeps a pointer to its name
+cdef const char *_CAPSULE_NAME = "nh_kernel_fn"
+KERNEL_CAPSULE = <bytes>_CAPSULE_NAME
+
+# Every constant of nh_abi.h and nh_core.h, taken from the headers at build time (never
+# retyped): a group's key is the lower-cased rest of the C name (NH_LANE_MAX_STEPS is
+# LANE["max_steps"]; NH_OK is ERR["ok"]). nhfast._abi gives them their Python names.
+ABI_VERSION = NH_ABI_VERSION
+#: Kernel return codes (NH_OK, NH_ERR_*).
+ERR = {"ok": NH_OK, "size": NH_ERR_SIZE, "nomem": NH_ERR_NOMEM, "callback": NH_ERR_CALLBACK,
+       "arg": NH_ERR_ARG}
+#: Per-lane integration status (NH_LANE_*).
+LANE = {"ok": NH_LANE_OK, "nonfinite": NH_LANE_NONFINITE,
+        "step_underflow": NH_LANE_STEP_UNDERFLOW, "max_steps": NH_LANE_MAX_STEPS,
+        "not_converged": NH_LANE_NOT_CONVERGED}
+#: Indices into a kernel library's info array (NH_INFO_*, without NH_INFO_LEN).
+INFO = {"abi": NH_INFO_ABI, "nstate": NH_INFO_NSTATE, "nparam": NH_INFO_NPARAM,
+        "nobs": NH_INFO_NOBS, "flags": NH_INFO_FLAGS, "nq": NH_INFO_NQ}
+INFO_LEN = NH_INFO_LEN
+#: Bits of the info array's flags entry (NH_HAS_*).
+HAS = {"rhs": NH_HAS_RHS, "jac": NH_HAS_JAC, "div": NH_HAS_DIV, "obs": NH_HAS_OBS,
+       "dhdq": NH_HAS_DHDQ, "dhdp": NH_HAS_DHDP}
+#: enum nh_method.
+METHOD = {"rk4": NH_RK4, "dopri5": NH_DOPRI5, "dop853": NH_DOP853, "leapfrog": NH_LEAPFROG,
+          "midpoint": NH_MIDPOINT, "gauss4": NH_GAUSS4, "gauss6": NH_GAUSS6}
+N_METHODS = NH_N_METHODS
+#: Bit (1 << method) set for the adaptive methods.
+ADAPTIVE_MASK = NH_ADAPTIVE_MASK
+#: Columns of the per-lane statistics (NH_STAT_*).
+STAT = {"steps": NH_STAT_STEPS, "rhs": NH_STAT_RHS, "rejected": NH_STAT_REJECTED,
+        "iter": NH_STAT_ITER}
 NSTATS = NH_NSTATS
-KERNEL_CAPSULE = b"nh_kernel_fn"
 
 _ERRORS = {
     NH_ERR_SIZE: "inconsistent sizes handed to the core",
@@ -75,14 +137,14 @@ def kernel_capsule(size_t address):
     """Wrap the address of a C kernel (``nh_kernel_fn``) in a signature-named capsule."""
     if address == 0:
         raise ValueError("kernel address is NULL")
-    return PyCapsule_New(<void *>address, KERNEL_CAPSULE, NULL)
+    return PyCapsule_New(<void *>address, _CAPSULE_NAME, NULL)
 
 
 cdef nh_kernel_fn _unwrap(object capsule) except NULL:
-    if not PyCapsule_IsValid(capsule, KERNEL_CAPSULE):
+    if not PyCapsule_IsValid(capsule, _CAPSULE_NAME):
         raise TypeError("expected a capsule named 'nh_kernel_fn' (a kernel of ABI version "
                         f"{NH_ABI_VERSION}), got {capsule!r}")
-    return <nh_kernel_fn>PyCapsule_GetPointer(capsule, KERNEL_CAPSULE)
+    return <nh_kernel_fn>PyCapsule_GetPointer(capsule, _CAPSULE_NAME)
 
 
 # ------------------------------------------------------------ NumPy-backend kernels ----
@@ -113,7 +175,7 @@ def python_kernel_capsule():
     attribute, and be callable as ``obj(t, x, par, out, nlanes, ld)`` on 1-D buffers in the
     struct-of-arrays layout of the kernel ABI (each of length ``(k - 1) * ld + nlanes``).
     """
-    return PyCapsule_New(<void *>_py_kernel, KERNEL_CAPSULE, NULL)
+    return PyCapsule_New(<void *>_py_kernel, _CAPSULE_NAME, NULL)
 
 
 cdef int[::1] _codes(int64_t n):

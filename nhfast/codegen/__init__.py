@@ -1,9 +1,33 @@
-"""SymPy expressions to plain C99 kernels (and to NumPy functions when no compiler exists).
+"""SymPy expressions to plain C99 kernels of the kernel ABI, or to NumPy callables.
 
-Importable without the compiled core.
+Pure code generation: expressions in, C text or NumPy kernels out. Compiling, caching and
+loading are :mod:`nhfast._jit`'s job. Two inputs: a :class:`KernelSet` (one SymPy expression
+per output, unrolled; :func:`generate_c`) and an :class:`IndexedProgram` (statements over
+length-``n`` vectors, for large ``n``; :func:`generate_structured_c`). The kernel ABI header
+the generated sources include ships in ``nhfast/codegen/include``.
 """
 
-from nhfast.codegen.ckernels import KernelSet, generate_c
-from nhfast.codegen.numpy_backend import NumpyKernel, numpy_kernels
+from nhfast.codegen.ckernels import DerivSpec, KernelSet, SolveSpec, generate_c
+from nhfast.codegen.indexed import IndexedProgram, Statement
+from nhfast.codegen.numpy_backend import (
+    NumpyKernel,
+    StructuredNumpyKernel,
+    numpy_kernels,
+    structured_numpy_kernels,
+)
+from nhfast.codegen.structured import UNROLL_MAX_N, generate_structured_c
 
-__all__ = ["KernelSet", "generate_c", "NumpyKernel", "numpy_kernels"]
+__all__ = [
+    "UNROLL_MAX_N",
+    "DerivSpec",
+    "IndexedProgram",
+    "KernelSet",
+    "NumpyKernel",
+    "SolveSpec",
+    "Statement",
+    "StructuredNumpyKernel",
+    "generate_c",
+    "generate_structured_c",
+    "numpy_kernels",
+    "structured_numpy_kernels",
+]

@@ -1,23 +1,28 @@
 """NumPy evaluation of kernel families: the slow, always-available backend.
 
-Each :class:`NumpyKernel` is a callable with the calling convention of the compiled core's
-Python trampoline (``nhfast._core.python_kernel_capsule``), so the C integrators drive it
-like any generated kernel. It follows the same phases as the generated C (linear solves,
-their derivative solves, outputs), with ``numpy.linalg.solve`` for the solves.
+:class:`NumpyKernel` (a :class:`~nhfast.codegen.ckernels.KernelSet` family) and
+:class:`StructuredNumpyKernel` (an :class:`~nhfast.codegen.indexed.IndexedProgram` output)
+are callables with the calling convention of the compiled core's Python trampoline
+(``nhfast._core.python_kernel_capsule``), so the C integrators drive them like any generated
+kernel. They follow the same phases as the generated C (linear solves, their derivative
+solves, outputs; statements of the program), with ``numpy.linalg.solve`` for the solves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import sympy as sp
 
 from nhfast.codegen.ckernels import KernelSet
+from nhfast.codegen.indexed import IndexedProgram
+
+__all__ = ["NumpyKernel", "StructuredNumpyKernel", "numpy_kernels", "structured_numpy_kernels"]
 
 
-def _lam(args: list, exprs: Sequence[sp.Expr]):
-    return sp.lambdify(args, list(exprs), modules="numpy", cse=True)
+def _lambdify(args: list, exprs: Sequence[sp.Expr], cse: bool = True) -> Callable:
+    return sp.lambdify(args, list(exprs), modules="numpy", cse=cse)
 
 
 class NumpyKernel:
@@ -34,15 +39,15 @@ class NumpyKernel:
         self._phases = []
         derivs = name in ks.needs_derivs
         for k, sv in enumerate(ks.solves):
-            f = _lam(args, [*sv.matrix, *sv.rhs])
+            f = _lambdify(args, [*sv.matrix, *sv.rhs])
             self._phases.append(("solve", sv.r, f))
             args = args + list(sv.unknowns)
             if derivs:
                 cols = ks.derivs[k].columns
-                fd = _lam(args, [cols[j][a] for j in range(n) for a in range(sv.r)])
+                fd = _lambdify(args, [cols[j][a] for j in range(n) for a in range(sv.r)])
                 self._phases.append(("deriv", sv.r, fd))
                 args = args + [ks.derivs[k].symbols[a][j] for j in range(n) for a in range(sv.r)]
-        self._f = _lam(args, exprs)
+        self._f = _lambdify(args, exprs)
 
     def __call__(self, t, x, par, out, nl: int, ld: int) -> None:
         """Evaluate on lanes ``0..nl-1`` of flat SoA buffers with lane stride ``ld``."""
@@ -92,3 +97,85 @@ def _solve(K: np.ndarray, b: np.ndarray) -> np.ndarray:
 def numpy_kernels(ks: KernelSet) -> dict[str, NumpyKernel]:
     """Build a :class:`NumpyKernel` for every family of ``ks``."""
     return {name: NumpyKernel(name, exprs, ks) for name, exprs in ks.kernels.items()}
+
+
+class StructuredNumpyKernel:
+    """One output family of an :class:`IndexedProgram`, evaluated with NumPy.
+
+    Callable as ``kernel(t, x, par, out, nlanes, ld)`` on flat struct-of-arrays buffers (the
+    convention of ``nhfast._core.python_kernel_capsule``); vectors are ``(n, nlanes)`` arrays.
+    """
+
+    def __init__(self, prog: IndexedProgram, family: str) -> None:
+        self.prog = prog
+        self.family = family
+        self.nin = prog.n_state
+        self.npar = prog.n_params
+        self.nout = prog.n_out(family)
+        self.error: BaseException | None = None
+        need = prog.needed(prog.outputs[family])
+        self._plan = []
+        for st in prog.statements:
+            if st.target in need:
+                args = sorted(set().union(*(e.free_symbols for e in st.exprs)), key=str)
+                self._plan.append((st.kind, st.target, args, _lambdify(args, st.exprs, cse=False)))
+        self._out = []
+        for b in prog.outputs[family]:
+            args = sorted(b.free_symbols, key=str)
+            self._out.append((prog.is_indexed(b), args, _lambdify(args, [b], cse=False)))
+
+    def _values(self, args: list[sp.Symbol], env: dict, nl: int) -> list[np.ndarray]:
+        prog = self.prog
+        vals = []
+        for s in args:
+            if s == prog.index:
+                vals.append(np.arange(prog.n, dtype=float)[:, None])
+            elif s in prog.owners:
+                v, k = prog.owners[s]
+                vals.append(env[v][k])
+            else:
+                vals.append(env[s])
+        return vals
+
+    def evaluate(self, t: np.ndarray, x: np.ndarray, par: np.ndarray) -> np.ndarray:
+        """Outputs for ``x`` of shape (n_state, nl), ``par`` (n_params, nl), ``t`` (nl,)."""
+        prog = self.prog
+        n = prog.n
+        nl = x.shape[1]
+        env: dict[sp.Symbol, np.ndarray] = {}
+        for sym, inp in prog.inputs.items():
+            src = x if inp.where == "x" else par
+            if inp.where == "t":
+                env[sym] = np.asarray(t, dtype=float)
+            elif inp.vector:
+                env[sym] = src[inp.offset : inp.offset + n]
+            else:
+                env[sym] = src[inp.offset]
+        for kind, target, args, f in self._plan:
+            got = f(*self._values(args, env, nl))
+            if kind == "reduce":
+                env[target] = np.sum(np.broadcast_to(got[0], (n, nl)), axis=0)
+            elif kind == "vector":
+                env[target] = np.broadcast_to(got[0], (n, nl))
+            elif kind == "scalar":
+                env[target] = np.broadcast_to(got[0], (nl,))
+            else:
+                env[target] = np.stack([np.broadcast_to(g, (nl,)) for g in got])
+        rows = []
+        for indexed, args, f in self._out:
+            got = f(*self._values(args, env, nl))[0]
+            rows.append(np.broadcast_to(got, (n, nl) if indexed else (1, nl)))
+        return np.concatenate(rows, axis=0)
+
+    def __call__(self, t, x, par, out, nl: int, ld: int) -> None:
+        """Evaluate on lanes ``0..nl-1`` of flat SoA buffers with lane stride ``ld``."""
+        tv = np.asarray(t)[:nl]
+        xv = _rows(x, self.nin, nl, ld)
+        pv = _rows(par, self.npar, nl, ld) if self.npar else np.zeros((0, nl))
+        ov = _rows(out, self.nout, nl, ld)
+        ov[:, :nl] = self.evaluate(tv, xv, pv)
+
+
+def structured_numpy_kernels(prog: IndexedProgram) -> dict[str, StructuredNumpyKernel]:
+    """A :class:`StructuredNumpyKernel` for every output family of ``prog``."""
+    return {family: StructuredNumpyKernel(prog, family) for family in prog.outputs}

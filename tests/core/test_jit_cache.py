@@ -16,6 +16,7 @@ import sympy as sp
 import nhfast as nh
 from nhfast import _jit
 from nhfast.codegen import KernelSet, generate_c
+from nhfast.errors import CompilationError
 
 
 def _fresh_system(tag: float) -> nh.VectorField:
@@ -65,6 +66,31 @@ def test_key_depends_on_source_and_flags(cache, monkeypatch):
     k1 = _jit.cache_key(a)[0]
     monkeypatch.setenv("NHFAST_CFLAGS", "-O1")
     assert _jit.cache_key(a)[0] != k1
+
+
+def test_key_depends_on_the_shipped_headers(cache, monkeypatch, tmp_path):
+    """A changed nh_abi.h (or linalg.h) gives a new key; the headers' location does not."""
+    src = generate_c(_fresh_system(1.875).kernel_set())
+    key, command = _jit.cache_key(src)
+    assert f"-I{_jit.INCLUDE_DIR}" in command
+    assert set(_jit.headers()) >= {"nh_abi.h", "linalg.h"}
+    moved = tmp_path / "include"
+    moved.mkdir()
+    for name, text in _jit.headers().items():
+        (moved / name).write_bytes(text)
+    monkeypatch.setattr(_jit, "INCLUDE_DIR", moved)
+    assert _jit.cache_key(src)[0] == key
+    abi = moved / "nh_abi.h"
+    abi.write_bytes(abi.read_bytes() + b"/* changed */\n")
+    assert _jit.cache_key(src)[0] != key
+
+
+def test_generated_source_needs_the_shipped_abi_header(cache, monkeypatch, tmp_path):
+    """Kernels include nh_abi.h from the include directory handed to the compiler."""
+    src = generate_c(_fresh_system(2.375).kernel_set())
+    monkeypatch.setattr(_jit, "INCLUDE_DIR", tmp_path / "empty")
+    with pytest.raises(CompilationError, match="nh_abi.h"):
+        _jit.build(src)
 
 
 _RACE = """

@@ -1,9 +1,12 @@
 /*
  * nhfast kernel ABI: the seam between generated per-system kernels and the precompiled core.
  *
- * Plain C99; never includes Python.h. Generated kernel libraries include this header and
- * export functions of the types below; the core (rk.c, symplectic.c) calls them through
- * function pointers handed over in signature-named capsules.
+ * Plain C99; never includes Python.h. The one definition of the ABI: the core (csrc/) and
+ * every generated kernel library include this header (it ships in nhfast/codegen/include/,
+ * and its bytes enter the kernel cache key); the compiled module nhfast._core exports every
+ * constant below to Python (nhfast._abi). Kernel libraries export functions of the types
+ * below; the core (rk.c, symplectic.c) calls them through function pointers handed over in
+ * signature-named capsules.
  *
  * Layout: a block of `nlanes` trajectories in struct-of-arrays form with lane stride `ld`
  * (ld >= nlanes): component i of lane l lives at x[i*ld + l], so inner loops run over lanes.

@@ -1,8 +1,8 @@
 /*
  * nhfast linalg.h: small dense solves for generated kernels, over a block of lanes.
  *
- * Pasted verbatim into every kernel library that needs it (so that a library is
- * self-contained and its content hash covers this code). Matrices are stored per entry in
+ * Included by every kernel library that needs it (shipped in nhfast/codegen/include/; its
+ * bytes enter the kernel cache key). Matrices are stored per entry in
  * struct-of-arrays form: entry (i, j) of lane l of an r x r matrix at A[(i*r + j)*L + l],
  * vectors at b[i*L + l]. A lane whose matrix is not positive definite (Cholesky) or is
  * singular (LU) gets NaN in its solution, which the integrators report per lane.
