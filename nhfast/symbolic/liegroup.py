@@ -20,10 +20,10 @@ solved numerically in the generated kernels (:class:`nhfast.vectorfield.LinearSo
 symbolic inverse of ``I`` is formed.  ``Adot`` is the chain-rule derivative through the advected
 states.
 
-Sources: seed 004 Section 4.2 (the Veselova constraint in the body frame, (4.3)-(4.7)); the
-Suslov problem (constraint ``Omega_3 = 0`` in the body frame) is the classical left-invariant
-example; the equations above are the standard Euler-Poincare-Suslov form, derived here from
-Lagrange-d'Alembert, not quoted from a seed.
+The equations above are the standard Euler-Poincare-Suslov form, derived here from
+Lagrange-d'Alembert.  Examples: :func:`nhfast.systems.suslov` (a left-invariant constraint) and
+:func:`nhfast.systems.veselova_body_so3` (the Veselova constraint, García-Naranjo & Marrero 2020,
+(4.3)-(4.7)).
 """
 
 from __future__ import annotations
@@ -39,8 +39,6 @@ __all__ = [
     "LieGroupSystem",
     "so3_structure_constants",
     "son_structure_constants",
-    "suslov",
-    "veselova_body_so3",
 ]
 
 
@@ -56,7 +54,7 @@ def so3_structure_constants() -> sp.MutableDenseNDimArray:
 
 def son_structure_constants(n: int) -> sp.MutableDenseNDimArray:
     """Structure constants of ``so(n)`` in the basis ``E_(i,j) = e_i ^ e_j`` (``i < j``,
-    row-major order as in :func:`nhfast.systems.veselova_body.forms.omega_pairs`), with the matrix
+    row-major order, ``i < j``), with the matrix
     commutator ``[X, Y] = XY - YX``."""
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
     N = len(pairs)
@@ -257,73 +255,3 @@ class LieGroupSystem:
             name += "_"
         taken.add(name)
         return name
-
-
-def suslov(inertia: Any = None) -> LieGroupSystem:
-    """Suslov problem: rigid body in ``so(3)`` with the body-frame constraint ``Omega_3 = 0``.
-
-    Parameters
-    ----------
-    inertia : sympy.Matrix, optional
-        Default: ``[[I1, 0, I13], [0, I2, I23], [I13, I23, I3]]`` with parameters
-        ``(I1, I2, I3, I13, I23)``.
-
-    Returns
-    -------
-    LieGroupSystem
-    """
-    params: list[sp.Symbol] = []
-    if inertia is None:
-        I1, I2, I3 = sp.symbols("I1 I2 I3", positive=True)
-        I13, I23 = sp.symbols("I13 I23", real=True)
-        inertia = sp.Matrix([[I1, 0, I13], [0, I2, I23], [I13, I23, I3]])
-        params = [I1, I2, I3, I13, I23]
-    else:
-        inertia = sp.Matrix(inertia)
-        params = sorted(inertia.free_symbols, key=str)
-    return LieGroupSystem(
-        so3_structure_constants(),
-        inertia,
-        sp.Matrix([[0, 0, 1]]),
-        params=params,
-        name="suslov",
-    )
-
-
-def veselova_body_so3(potential: Callable[[list], Any] | None = None) -> LieGroupSystem:
-    """Veselova's body equations on ``so(3)`` (hat basis, ``omega``) with advected ``gamma``.
-
-    ``I omegadot = I omega x omega + gamma x grad U + lambda gamma``, ``gammadot = gamma x omega``,
-    ``(omega, gamma) = 0`` (digest seed004.md 4.3(c)); the inertia of (4.5) in the hat basis is
-    ``I = diag(a2 a3, a1 a3, a1 a2)``.  The hat map ``Omega = omega^`` has
-    ``Omega_12 = -omega_3``, ``Omega_13 = omega_2``, ``Omega_23 = -omega_1``.
-
-    Parameters
-    ----------
-    potential : callable, optional
-        ``U(gamma)``, receiving the list of ``gamma`` symbols.
-
-    Returns
-    -------
-    LieGroupSystem
-        Params ``(a1, a2, a3)``; states ``(omega1..3, gamma1..3)``.
-    """
-    a = list(sp.symbols("a1:4", positive=True))
-    w = list(sp.symbols("omega1:4", real=True))
-    g = list(sp.symbols("gamma1:4", real=True))
-    U = sp.sympify(potential(g)) if potential is not None else sp.Integer(0)
-    gv, wv = sp.Matrix(g), sp.Matrix(w)
-    dU = sp.Matrix([sp.diff(U, x) for x in g])
-    return LieGroupSystem(
-        so3_structure_constants(),
-        sp.diag(a[1] * a[2], a[0] * a[2], a[0] * a[1]),
-        sp.Matrix([g]),
-        velocities=w,
-        params=a,
-        advected=g,
-        advected_rhs=list(gv.cross(wv)),
-        force=list(gv.cross(dU)),
-        potential=U,
-        observables={"gamma_norm": sum(x**2 for x in g)},
-        name="veselova_body_so3",
-    )

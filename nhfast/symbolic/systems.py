@@ -5,12 +5,12 @@
 either by constraint 1-forms (rows of ``W(q)``, ``D = ker W``) or by a frame (columns spanning D).
 
 ``ChaplyginSystem`` adds adapted coordinates ``q = (shape s, group theta)`` of a G-Chaplygin
-system (seed 004, (3.1)): ``T_qQ = D_q (+) g.q``.  In such coordinates the splitting holds iff
-the block ``W_theta`` of the constraint matrix (columns of the group coordinates) is invertible;
-then ``hor d/ds^i = d/ds^i + h^alpha_i d/dtheta^alpha`` with ``h = -W_theta^{-1} W_s``.
-``ChaplyginSystem.reduce()`` returns a ``ReducedChaplyginSystem`` (the data on ``T*S``: reduced
-metric ``K_ij = <<hor d_i, hor d_j>>`` (3.19) and gyroscopic coefficients ``C^k_ij`` from
-``C^k_ij K_kl = <<[hor d_i, hor d_j], hor d_l>>`` (3.6)/(4.15)).
+system (García-Naranjo & Marrero 2020, (3.1)): ``T_qQ = D_q (+) g.q``.  In such coordinates the
+splitting holds iff the block ``W_theta`` of the constraint matrix (columns of the group
+coordinates) is invertible; then ``hor d/ds^i = d/ds^i + h^alpha_i d/dtheta^alpha`` with
+``h = -W_theta^{-1} W_s``.  ``ChaplyginSystem.reduce()`` returns a ``ReducedChaplyginSystem``
+(the data on ``T*S``: reduced metric ``K_ij = <<hor d_i, hor d_j>>`` (3.19) and gyroscopic
+coefficients ``C^k_ij`` from ``C^k_ij K_kl = <<[hor d_i, hor d_j], hor d_l>>`` (3.6)/(4.15)).
 
 Argument order is always the user's; nothing is derived from ``free_symbols``.
 """
@@ -265,7 +265,7 @@ class NonholonomicSystem:
 
 @dataclass
 class ReducedChaplyginSystem:
-    """Reduced data of a G-Chaplygin system on ``T*S`` (seed 004, Section 3).
+    """Reduced data of a G-Chaplygin system on ``T*S`` (García-Naranjo & Marrero 2020, Section 3).
 
     Attributes
     ----------

@@ -1,24 +1,31 @@
-"""System descriptions and the example library (SymPy; the structured Veselova family also
-carries its looped C program)."""
+"""The example catalogue: wheeled systems, particles, the sleigh, Heisenberg, Suslov, Veselova.
 
-from nhfast.symbolic.liegroup import LieGroupSystem, suslov, veselova_body_so3
+The system classes are defined in :mod:`nhfast.symbolic` and re-exported here.
+"""
+
+from nhfast.symbolic.liegroup import LieGroupSystem
 from nhfast.symbolic.systems import ChaplyginSystem, NonholonomicSystem, ReducedChaplyginSystem
 from nhfast.systems.examples import (
     chaplygin_sleigh,
     holonomic_particle,
     nonholonomic_particle,
     vertical_rolling_disk,
-    veselova,
-    veselova_coordinates,
-    veselova_left_trivialised,
 )
 from nhfast.systems.rolling_disk import (
-    rolling_disk_seed002,
-    rolling_disk_seed003,
-    vakonomic_particle_seed003,
+    contact_particle,
+    rolling_disk_phi_heading,
+    rolling_disk_theta_heading,
 )
-from nhfast.systems.veselova_body.forms import veselova_embedded, veselova_unreduced
-from nhfast.systems.veselova_body.structured import veselova_structured
+from nhfast.systems.suslov_problem import suslov
+from nhfast.systems.veselova_body import (
+    veselova,
+    veselova_body_so3,
+    veselova_coordinates,
+    veselova_embedded,
+    veselova_left_trivialised,
+    veselova_structured,
+    veselova_unreduced,
+)
 from nhfast.systems.wheeled import two_wheeled_carriage, unicycle
 
 __all__ = [
@@ -35,9 +42,9 @@ __all__ = [
     "veselova_embedded",
     "veselova_unreduced",
     "veselova_structured",
-    "rolling_disk_seed002",
-    "rolling_disk_seed003",
-    "vakonomic_particle_seed003",
+    "rolling_disk_phi_heading",
+    "rolling_disk_theta_heading",
+    "contact_particle",
     "LieGroupSystem",
     "suslov",
     "veselova_body_so3",

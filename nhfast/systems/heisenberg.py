@@ -22,8 +22,9 @@ from typing import Any
 
 import sympy as sp
 
-from nhfast.symbolic._util import as_symbol_list, matrix_is_zero
+from nhfast.symbolic._util import as_symbol_list
 from nhfast.symbolic.systems import NonholonomicSystem
+from nhfast.systems._common import with_frame
 
 __all__ = ["heisenberg", "generalized_heisenberg", "heisenberg_symbols"]
 
@@ -53,16 +54,6 @@ def _coef(value: Coefficient, default: Any, args: Sequence[sp.Symbol], name: str
             f"got {', '.join(sorted(map(str, bad)))}"
         )
     return expr
-
-
-def _heisenberg_frame(system: NonholonomicSystem) -> NonholonomicSystem:
-    x, y, _ = system.q
-    frame = sp.Matrix([[1, 0], [0, 1], [y, -x]])
-    assert system.constraint_forms is not None
-    if not matrix_is_zero(system.constraint_forms * frame):  # pragma: no cover - by construction
-        raise RuntimeError("Heisenberg frame is not annihilated by the constraint form")
-    system.frame = frame
-    return system
 
 
 def generalized_heisenberg(
@@ -115,7 +106,7 @@ def generalized_heisenberg(
     G = (B.T * M * B).applyfunc(sp.expand)
     W = sp.Matrix([[-y, x, 1]])
     system = NonholonomicSystem([x, y, z], G, ue, constraints=W, params=ps)
-    return _heisenberg_frame(system)
+    return with_frame(system, sp.Matrix([[1, 0], [0, 1], [y, -x]]))
 
 
 def heisenberg() -> NonholonomicSystem:

@@ -27,41 +27,18 @@ seed 000's (6.2a)-(6.2b), ``alphadot = X omega^2``, ``omegadot = -Y alpha omega`
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import sympy as sp
 
-from nhfast.symbolic._util import generic_rank, matrix_is_zero
 from nhfast.symbolic.systems import ChaplyginSystem, NonholonomicSystem
+from nhfast.systems._common import Potential, potential_expr, with_frame
 
 __all__ = [
     "unicycle",
     "two_wheeled_carriage",
     "carriage_constants",
 ]
-
-Potential = sp.Expr | Callable[..., Any] | None
-
-
-def _pot(potential: Potential, args: list[sp.Symbol]) -> sp.Expr:
-    """``potential`` as an expression; a callable receives the coordinates ``args``."""
-    if potential is None:
-        return sp.Integer(0)
-    if callable(potential) and not isinstance(potential, sp.Basic):
-        return sp.sympify(potential(*args))
-    return sp.sympify(potential)
-
-
-def _with_frame(system: NonholonomicSystem, frame: sp.Matrix) -> NonholonomicSystem:
-    """Replace the automatically chosen frame of D by ``frame`` (checked to span ker W)."""
-    w = system.constraint_forms
-    if w is None or not matrix_is_zero(w * frame):
-        raise ValueError("frame: its columns are not annihilated by the constraint 1-forms")
-    if generic_rank(frame, system.q + system.params) < system.rank:
-        raise ValueError("frame: columns are not independent at generic points")
-    system.frame = frame
-    return system
 
 
 def unicycle(potential: Potential = None, as_chaplygin: bool = True) -> NonholonomicSystem:
@@ -109,12 +86,12 @@ def unicycle(potential: Potential = None, as_chaplygin: bool = True) -> Nonholon
             [-sp.sin(phi), sp.cos(phi), 0, 0],
         ]
     )
-    U = _pot(potential, q)
+    U = potential_expr(potential, q)
     if as_chaplygin:
         return ChaplyginSystem(q, G, U, constraints=W, shape=[phi, th], group=[x, y], params=params)
     system = NonholonomicSystem(q, G, U, constraints=W, params=params)
     frame = sp.Matrix([[sp.cos(phi), 0], [sp.sin(phi), 0], [0, 1], [1 / R, 0]])
-    return _with_frame(system, frame)
+    return with_frame(system, frame)
 
 
 def two_wheeled_carriage(
@@ -195,7 +172,7 @@ def two_wheeled_carriage(
             [R / (2 * c), -R / (2 * c), 0, 0, 1],
         ]
     )
-    U = _pot(potential, q)
+    U = potential_expr(potential, q)
     if as_chaplygin:
         return ChaplyginSystem(
             q, G, U, constraints=W, shape=[psi1, psi2], group=[x, y, th], params=params
@@ -210,7 +187,7 @@ def two_wheeled_carriage(
             [0, 1],
         ]
     )
-    return _with_frame(system, frame)
+    return with_frame(system, frame)
 
 
 def carriage_constants(system: NonholonomicSystem) -> dict[str, sp.Expr]:

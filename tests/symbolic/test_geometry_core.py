@@ -8,7 +8,7 @@ import sympy as sp
 
 import nhfast as nh
 from nhfast.symbolic.equations import chaplygin_equations
-from nhfast.systems.examples import veselova
+from nhfast.systems import veselova
 
 
 def _points(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

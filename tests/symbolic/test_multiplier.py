@@ -6,7 +6,7 @@ import pytest
 import sympy as sp
 
 from nhfast.symbolic.chaplygin import phi_simple, reducing_multiplier
-from nhfast.systems.examples import chaplygin_sleigh, nonholonomic_particle, veselova
+from nhfast.systems import chaplygin_sleigh, nonholonomic_particle, veselova
 
 
 def _differ_by_constant(a: sp.Expr, b: sp.Expr, s) -> bool:

@@ -11,7 +11,7 @@ from nhfast.symbolic.systems import (
     NonholonomicSystem,
     ReducedChaplyginSystem,
 )
-from nhfast.systems.examples import (
+from nhfast.systems import (
     chaplygin_sleigh,
     nonholonomic_particle,
     vertical_rolling_disk,

@@ -37,7 +37,7 @@ from nhfast.symbolic.equations import (
     hamel_equations,
 )
 from nhfast.symbolic.systems import ChaplyginSystem, NonholonomicSystem
-from nhfast.systems.examples import (
+from nhfast.systems import (
     chaplygin_sleigh,
     nonholonomic_particle,
     vertical_rolling_disk,

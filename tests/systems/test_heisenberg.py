@@ -7,7 +7,7 @@ import sympy as sp
 
 from nhfast.symbolic.frames import lie_bracket
 from nhfast.symbolic.systems import NonholonomicSystem
-from nhfast.symbolic.vakonomic.nh_vs_vak import (
+from nhfast.symbolic.vakonomic import (
     nonholonomic_data,
     unconstrained_test,
     vakonomic_is_nonholonomic,

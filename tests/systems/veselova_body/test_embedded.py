@@ -1,13 +1,14 @@
-"""Whole-sphere Veselova system with structured kernels (seed 004 Section 4.2, DESIGN.md §4).
+"""Whole-sphere Veselova system (García-Naranjo & Marrero 2020, Section 4.2), structured kernels.
 
-References used here, all independent of the structured program:
+References used here, all independent of the hand-written parts of the program:
 
-* the hemisphere-chart reduced equations (3.17) with (4.12), (4.14) of seed 004, built by
+* the hemisphere-chart reduced equations (3.17) with (4.12), (4.14), built by
   ``chaplygin_equations(veselova(n))`` (a per-lane linear solve with K), mapped with
   ``chart_to_embedded``; a chart around another axis (indices permuted together with ``a``
   and ``U``) covers the trajectory while it crosses the equator ``gamma_n = 0``;
-* the SymPy divergence of ``veselova_embedded`` (unrolled, differentiated symbolically);
-* the seed's invariant density ``(A gamma, gamma)^{(2-n)/2}`` (Theorem 4.3 with
+* for the hand-derived divergence: the SymPy divergence of the unrolled field
+  ``veselova_embedded`` (its right-hand side differentiated symbolically);
+* the invariant density ``(A gamma, gamma)^{(2-n)/2}`` (Theorem 4.3 with
   ``sigma = (r-1) phi``) and energy conservation.
 """
 
@@ -22,18 +23,16 @@ import sympy as sp
 
 import nhfast as nh
 from nhfast.symbolic.equations import chaplygin_equations
-from nhfast.systems.examples import veselova
-from nhfast.systems.veselova_body.forms import (
+from nhfast.systems import veselova
+from nhfast.systems.veselova_body import (
+    VESELOVA_OBSERVABLES,
     chart_to_embedded,
     embedded_momentum,
     embedded_to_chart,
-    veselova_embedded,
-)
-from nhfast.systems.veselova_body.structured import (
-    VESELOVA_OBSERVABLES,
     join_state,
     project_to_constraints,
     split_state,
+    veselova_embedded,
     veselova_program,
     veselova_structured,
 )

@@ -4,7 +4,7 @@ seed004.md Sections 4.3, 7).
 
 Every comparison is between independently built vector fields: the chart equations come from
 ``chaplygin_equations(veselova(n))`` (seed (3.17) with (4.12), (4.14)), the embedded form from the
-Dirac-bracket derivation in :mod:`nhfast.systems.veselova_body.forms`, the unreduced form from
+Dirac-bracket derivation in :mod:`nhfast.systems.veselova_body.embedded`, the unreduced form from
 Lagrange-d'Alembert on SO(n) with a multiplier (no reduction at all).
 """
 
@@ -19,8 +19,8 @@ import sympy as sp
 import nhfast as nh
 from nhfast.symbolic.chaplygin import hamiltonise
 from nhfast.symbolic.equations import chaplygin_equations
-from nhfast.systems.examples import veselova
-from nhfast.systems.veselova_body.forms import (
+from nhfast.systems import veselova
+from nhfast.systems.veselova_body import (
     chart_to_embedded,
     embedded_momentum,
     embedded_to_chart,
@@ -220,7 +220,7 @@ def test_embedded_density_along_trajectories_across_the_equator(n):
 def test_embedded_divergence_identity_on_whole_sphere(n):
     """div(rho X) = 0 on M for rho = (A gamma, gamma)^((2-n)/2) w.r.t. dgamma dm.
 
-    Why this rho (see the module docstring of nhfast.systems.veselova_body.forms): the extension keeps
+    Why this rho (see nhfast.systems.veselova_body.embedded): the extension keeps
     |gamma|^2 and gamma.m as exact first integrals, so the ambient divergence on M is the
     divergence w.r.t. the Liouville volume of T*S^{n-1}, which is ds dp in every chart.
     """

@@ -1,0 +1,318 @@
+"""The Veselova system on the whole sphere: ``T*S^{n-1}`` embedded in ``R^{2n}``.
+
+States ``(gamma, m)`` with ``|gamma| = 1``, ``gamma . m = 0``; ``m`` is the momentum covector
+written as a vector of ``gamma^perp`` (``p_k = m . d gamma/d s_k`` in a chart).  With
+``c = (A gamma, gamma)``, ``w = A^{-1} m`` and ``P_gamma x = x - (gamma . x) gamma / |gamma|^2``::
+
+    gammadot = v := P_gamma w / c,      mdot = -(m . v) gamma - P_gamma grad U(gamma).
+
+Derived here (not printed in García-Naranjo & Marrero 2020): the Dirac bracket of
+``T*S^{n-1} = {|gamma|^2 = 1, gamma . m = 0}`` plus the gyroscopic force of ``phi = -1/2 ln c``
+(their Theorem 4.3).  Off the constraint manifold ``|gamma|^2`` and ``gamma . m`` stay exact
+first integrals, so the ambient divergence on it is the Liouville one and the density
+``c^{(2-n)/2}`` is invariant on the whole sphere.  The equations are written once, as the
+:class:`~nhfast.codegen.structured.IndexedProgram` of :func:`veselova_program`;
+:func:`veselova_structured` compiles it with looped kernels, :func:`veselova_embedded` unrolls it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+
+from nhfast.codegen.structured import IndexedProgram
+from nhfast.structured_field import StructuredVectorField
+from nhfast.systems._common import Potential, potential_expr
+from nhfast.systems.veselova_body.formulas import (
+    check_dimension,
+    embedded_symbols,
+    inertia_quadratic,
+    inertia_symbols,
+    log_density,
+)
+from nhfast.vectorfield import VectorField
+
+__all__ = [
+    "VESELOVA_OBSERVABLES",
+    "veselova_program",
+    "veselova_structured",
+    "veselova_embedded",
+    "chart_to_embedded",
+    "embedded_to_chart",
+    "embedded_velocity",
+    "embedded_momentum",
+    "split_state",
+    "join_state",
+    "project_to_constraints",
+]
+
+#: Observables of :func:`veselova_structured`, in order (:func:`veselova_embedded` has the first
+#: four).
+VESELOVA_OBSERVABLES = (
+    "energy",
+    "gamma_norm",
+    "momentum_constraint",
+    "log_density",
+    "sphere_defect",
+)
+
+
+def veselova_program(n: int, potential: Potential = None) -> IndexedProgram:
+    """The whole-sphere Veselova equations as an indexed program (see the module docstring).
+
+    With the per-lane dot products ``c = (A gamma, gamma)``, ``r2 = |gamma|^2``,
+    ``gw = gamma . w``, ``gm = gamma . m``, ``mw = m . w`` and ``mv = m . gammadot =
+    (mw - gw gm / r2) / c``, two passes over the index evaluate the field: ``O(n)`` work per
+    lane and ``O(1)`` code size (plus the gradient of a potential, unrolled).  Its divergence,
+    with ``sia = (A^{-1} gamma, gamma)``, is
+    ``-(n - 2) gw / (r2 c) - 2 gm / c^2 + gm sia / (r2^2 c)``, which on the constraint manifold
+    is ``-d/dt ln c^{(2-n)/2}``.
+
+    Parameters
+    ----------
+    n : int
+        ``n >= 3``.
+    potential : callable or sympy.Expr, optional
+        ``U(gamma)``; a callable receives the list of the ``n`` symbols ``gamma1..gamma<n>``.
+        Its gradient is emitted component by component (unrolled).
+
+    Returns
+    -------
+    IndexedProgram
+        Outputs ``rhs``, ``observables`` (:data:`VESELOVA_OBSERVABLES`) and ``divergence``.
+
+    Raises
+    ------
+    ValueError
+        If the potential depends on symbols other than ``gamma1..gamma<n>``.
+    """
+    n = check_dimension(n)
+    gam_c, m_c = embedded_symbols(n)
+    prog = IndexedProgram(n)
+    g = prog.state_vector("gamma", gam_c)
+    m = prog.state_vector("m", m_c)
+    a = prog.param_vector("a", inertia_symbols(n))
+    U = potential_expr(potential, [gam_c])
+    if U.free_symbols - set(gam_c):
+        extra = ", ".join(sorted(map(str, U.free_symbols - set(gam_c))))
+        raise ValueError(f"potential may depend on gamma1..gamma{n} only, found {extra}")
+    has_u = U != 0
+    if has_u:
+        dU = prog.unrolled("dU", [sp.diff(U, gk) for gk in gam_c])
+        u_val = prog.scalar("U", U)
+    c = prog.reduce("c", inertia_quadratic([a], [g]))
+    r2 = prog.reduce("r2", g**2)
+    gw = prog.reduce("gw", g * m / a)
+    gm = prog.reduce("gm", g * m)
+    mw = prog.reduce("mw", m**2 / a)
+    sia = prog.reduce("sia", g**2 / a)
+    gdU = prog.reduce("gdU", g * dU) if has_u else sp.Integer(0)
+    mv = prog.scalar("mv", (mw - gw * gm / r2) / c)
+    # per-lane coefficients, so that the element-wise loop has one division (by a_i)
+    ic = prog.scalar("ic", 1 / c)
+    kv = prog.scalar("kv", gw / (r2 * c))
+    km = prog.scalar("km", (mv - gdU) / r2)
+    v = m / a * ic - kv * g
+    mdot = -km * g
+    if has_u:
+        mdot = mdot - dU
+    prog.output("rhs", [v, mdot])
+    energy = mw / (2 * c) + (u_val if has_u else 0)
+    prog.output(
+        "observables", [energy, r2, gm, log_density(n, c), r2 - 1], names=VESELOVA_OBSERVABLES
+    )
+    prog.output("divergence", [-(n - 2) * gw / (r2 * c) - 2 * gm / c**2 + gm * sia / (r2**2 * c)])
+    return prog
+
+
+def veselova_structured(n: int, potential: Potential = None) -> StructuredVectorField:
+    """Whole-sphere Veselova system on SO(n) with structured kernels (any ``n >= 3``).
+
+    The equations of :func:`veselova_program`; the generated C loops over the index (``O(n)``
+    work per lane and ``O(1)`` code size), so ``n = 64`` builds in about a second.  Pass it to
+    :func:`nhfast.integrate` unchanged.
+
+    Parameters
+    ----------
+    n : int
+        ``n >= 3``.
+    potential : callable or sympy.Expr, optional
+        ``U(gamma)``; a callable receives the list of symbols ``gamma1..gamma<n>``.
+
+    Returns
+    -------
+    StructuredVectorField
+        States ``(gamma_1..gamma_n, m_1..m_n)`` (``|gamma| = 1``, ``gamma . m = 0``; see
+        :func:`join_state`), params ``(a_1..a_n)`` (``I(u ^ v) = (Au) ^ (Av)``), observables
+        ``energy`` (``(A^{-1} m, m) / (2c) + U``), ``gamma_norm`` (``|gamma|^2``),
+        ``momentum_constraint`` (``gamma . m``), ``log_density`` (``(2-n)/2 ln c``, the log
+        of the invariant density w.r.t. the Liouville volume of ``T*S^{n-1}``) and
+        ``sphere_defect`` (``|gamma|^2 - 1``); companions ``observables`` and
+        ``divergence`` (``with_divergence()`` adds Liouville's integral as a state).
+
+    Examples
+    --------
+    >>> import numpy as np, nhfast as nh
+    >>> vf = veselova_structured(32)
+    >>> a = np.linspace(1.0, 2.0, 32)
+    >>> x0 = join_state(np.eye(32)[-1], 0.1 * np.eye(32)[0])
+    >>> res = nh.integrate(vf, x0, [0.0, 1.0], params=a)  # doctest: +SKIP
+    """
+    n = check_dimension(n)
+    prog = veselova_program(n, potential)
+    gam = prog.state_symbols[:n]
+    a = prog.param_symbols
+    domain = {
+        "gamma != 0": sp.Add(*[gk**2 for gk in gam]),
+        "(A gamma, gamma) > 0": inertia_quadratic(a, gam),
+    }
+    return StructuredVectorField(prog, name=f"veselova_structured_{n}", domain=domain)
+
+
+def veselova_embedded(n: int, potential: Potential = None) -> VectorField:
+    """The whole-sphere Veselova system as a plain :class:`VectorField` (unrolled expressions).
+
+    The equations of :func:`veselova_program`, unrolled into SymPy (``O(n)`` expressions after
+    common subexpressions; no linear solve), for symbolic work and small ``n``; for large ``n``
+    use :func:`veselova_structured`.
+
+    Parameters
+    ----------
+    n : int
+        ``n >= 3``.
+    potential : callable or sympy.Expr, optional
+        ``U(gamma)``; a callable receives the list of ``gamma`` symbols.
+
+    Returns
+    -------
+    VectorField
+        States ``(gamma_1..gamma_n, m_1..m_n)``, params ``(a1..an)`` (as in
+        :func:`nhfast.systems.veselova`); observables ``energy``
+        (``(A^{-1} m, m)/(2c) + U``), ``gamma_norm`` (``gamma . gamma``),
+        ``momentum_constraint`` (``gamma . m``) and ``log_density`` (``(2-n)/2 ln c``: the log
+        of the invariant density with respect to the Liouville volume of ``T*S^{n-1}``,
+        equivalently ``ds dp`` in any chart, and -- on the constraint manifold -- with respect
+        to Lebesgue ``dgamma dm`` for *this* extension of the field).
+    """
+    prog = veselova_program(n, potential)
+    values = prog.to_sympy("observables")
+    names = VESELOVA_OBSERVABLES[:4]
+    return VectorField(
+        states=prog.state_symbols,
+        rhs=prog.to_sympy("rhs"),
+        params=prog.param_symbols,
+        observables=dict(zip(names, values[:4], strict=True)),
+        name=f"veselova_embedded_{n}",
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# maps (NumPy, vectorised over leading axes)
+# ------------------------------------------------------------------------------------------
+
+
+def chart_to_embedded(s: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Hemisphere chart (4.9) ``(s, p)`` to the embedded ``(gamma, m)``.
+
+    ``gamma = (s, sqrt(1 - |s|^2))``; ``m`` is the unique vector with ``m . gamma = 0`` and
+    ``m . u_k = p_k`` (``u_k = e_k - (gamma_k/gamma_n) e_n``, (4.10)):
+    ``m_k = p_k - s_k (s.p)``, ``m_n = -(s.p) gamma_n``.
+
+    Parameters
+    ----------
+    s, p : ndarray, shape (..., n-1)
+
+    Returns
+    -------
+    gamma, m : ndarray, shape (..., n)
+    """
+    s = np.asarray(s, dtype=float)
+    p = np.asarray(p, dtype=float)
+    gn = np.sqrt(1.0 - np.sum(s**2, axis=-1))
+    sp_ = np.sum(s * p, axis=-1)
+    gamma = np.concatenate([s, gn[..., None]], axis=-1)
+    m = np.concatenate([p - s * sp_[..., None], (-sp_ * gn)[..., None]], axis=-1)
+    return gamma, m
+
+
+def embedded_to_chart(gamma: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse of :func:`chart_to_embedded`: ``s = gamma_{1..n-1}``,
+    ``p_k = m_k - gamma_k m_n / gamma_n`` (requires ``gamma_n > 0``).
+
+    Raises
+    ------
+    ValueError
+        If some ``gamma_n <= 0`` (outside the northern-hemisphere chart).
+    """
+    gamma = np.asarray(gamma, dtype=float)
+    m = np.asarray(m, dtype=float)
+    gn = gamma[..., -1]
+    if np.any(gn <= 0):
+        raise ValueError("gamma_n <= 0: the point is outside the northern-hemisphere chart")
+    s = gamma[..., :-1]
+    p = m[..., :-1] - s * (m[..., -1] / gn)[..., None]
+    return s, p
+
+
+def embedded_velocity(gamma: np.ndarray, m: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """``v = gammadot = P_gamma A^{-1} m / (A gamma, gamma)``."""
+    gamma, m, a = (np.asarray(x, dtype=float) for x in (gamma, m, a))
+    c = np.sum(a * gamma**2, axis=-1)[..., None]
+    w = m / a
+    gw = np.sum(gamma * w, axis=-1)[..., None]
+    r2 = np.sum(gamma**2, axis=-1)[..., None]
+    return (w - gw / r2 * gamma) / c
+
+
+def embedded_momentum(gamma: np.ndarray, v: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """``m = c A v - (A gamma, v) A gamma`` (inverse of :func:`embedded_velocity` on ``M``).
+
+    This is ``m = -I(gamma ^ v) gamma`` for ``Omega = gamma ^ v``: the Legendre map
+    ``p_k = <<gamma ^ v, X_k>> = m . u_k`` with the lifts ``X_k = gamma ^ u_k`` (4.11).
+    """
+    gamma, v, a = (np.asarray(x, dtype=float) for x in (gamma, v, a))
+    c = np.sum(a * gamma**2, axis=-1)[..., None]
+    agv = np.sum(a * gamma * v, axis=-1)[..., None]
+    return c * a * v - agv * a * gamma
+
+
+def split_state(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(gamma, m)`` from states of shape ``(..., 2n)`` (no copy)."""
+    x = np.asarray(x)
+    if x.ndim == 0 or x.shape[-1] % 2:
+        raise ValueError(f"x must have an even last dimension 2n, got shape {x.shape}")
+    n = x.shape[-1] // 2
+    return x[..., :n], x[..., n:]
+
+
+def join_state(gamma: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """States ``(..., 2n)`` from ``gamma`` and ``m`` of shape ``(..., n)``."""
+    gamma = np.asarray(gamma, dtype=float)
+    m = np.asarray(m, dtype=float)
+    if gamma.shape != m.shape or gamma.ndim == 0:
+        raise ValueError(
+            f"gamma and m must have the same shape (..., n), got {gamma.shape}, {m.shape}"
+        )
+    return np.concatenate([gamma, m], axis=-1)
+
+
+def project_to_constraints(x: np.ndarray) -> np.ndarray:
+    """Project states onto ``|gamma| = 1``, ``gamma . m = 0``.
+
+    ``gamma -> gamma / |gamma|`` and ``m -> m - (gamma . m) gamma`` (orthogonal projection,
+    after normalising).  For explicit schemes between output intervals; the Gauss-Legendre
+    schemes (which keep the quadratic first integrals ``|gamma|^2`` and ``gamma . m``) do not
+    need it.
+
+    Raises
+    ------
+    ValueError
+        If some ``gamma`` is zero.
+    """
+    gamma, m = split_state(np.asarray(x, dtype=float))
+    norm = np.linalg.norm(gamma, axis=-1, keepdims=True)
+    if np.any(norm == 0):
+        raise ValueError("x: gamma = 0 cannot be projected onto the sphere")
+    g = gamma / norm
+    mp = m - np.sum(g * m, axis=-1, keepdims=True) * g
+    return join_state(g, mp)
