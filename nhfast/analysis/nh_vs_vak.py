@@ -2,7 +2,7 @@
 
 For given initial data ``(q0, v0)`` on the constraint submanifold, :func:`run_nonholonomic`
 integrates, in one batch through :func:`nhfast.integrate.integrate`, the nonholonomic (NH) flow
-together with the linear multiplier ODE of seed 000, Sec. 2.7 (digest ``spec/seed000.md``)::
+together with the linear multiplier ODE of Jozwikowski & Respondek (2019), Sec. 2.7::
 
     qdot = e(q) v,   vdot = a(q, v),                          (NH flow, raw coordinates)
     Phidot = -KS^T Phi,  Phi(0) = I,                          (fundamental matrix)
@@ -10,13 +10,13 @@ together with the linear multiplier ODE of seed 000, Sec. 2.7 (digest ``spec/see
 
 so that every solution of ``mudot = -lambda - KS^T mu`` is ``mu(t) = Phi(t) mu0 + mu_p(t)``.
 The trajectory is vakonomic (VAK) iff some ``mu0`` makes ``KE^T mu(t) = 0`` for all t
-(Thm. 4.8(c) of seed 000); :func:`vakonomic_check` solves the stacked condition over the output
+(Thm. 4.8(c) there); :func:`vakonomic_check` solves the stacked condition over the output
 times by least squares, per trajectory, and reports the residual.  :func:`unconstrained_check`
 reports the NH multiplier ``lambda`` (zero iff the NH trajectory is a free Euler-Lagrange
 solution, Thm. 4.8(a)).  :func:`vakonomic_is_nonholonomic_check` tests given VAK trajectory
 samples ``(q, qdot, mu)`` pointwise (Thm. 4.8(c)).
 
-All symbols and sign conventions are those of :mod:`nhfast.symbolic.vakonomic.nh_vs_vak`.
+Symbols and signs: :mod:`nhfast.symbolic.vakonomic.nh_vs_vak` (the convention of ``_forms``).
 """
 
 from __future__ import annotations
@@ -28,14 +28,12 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from nhfast._cache import memo
+from nhfast._validate import params_rows
 from nhfast.analysis.result import Check
 from nhfast.integrate import integrate
-from nhfast.symbolic.vakonomic.nh_vs_vak import (
-    INTEGRABLE_NOTE,
-    NonholonomicData,
-    is_integrable,
-    nonholonomic_data,
-)
+from nhfast.symbolic.vakonomic import NonholonomicData, is_integrable, nonholonomic_data
+from nhfast.symbolic.vakonomic._forms import INTEGRABLE_NOTE, check_system
 from nhfast.vectorfield import VectorField
 
 __all__ = [
@@ -56,7 +54,7 @@ def multiplier_vector_field(system: Any, data: NonholonomicData | None = None) -
     ----------
     system : NonholonomicSystem
     data : NonholonomicData, optional
-        Precomputed :func:`nhfast.symbolic.vakonomic.nh_vs_vak.nonholonomic_data`.
+        Precomputed :func:`nhfast.symbolic.vakonomic.nonholonomic_data`.
 
     Returns
     -------
@@ -65,7 +63,7 @@ def multiplier_vector_field(system: Any, data: NonholonomicData | None = None) -
         ``system.params``; observables ``energy``, ``lam_a`` (NH multipliers) and ``A_j_a``
         (entries of ``KE^T``).
     """
-    data = data or nonholonomic_data(system)
+    data = _data(system, data)
     n, r, k = len(data.q), len(data.v), data.forms.rows
     Phi = sp.Matrix(k, k, lambda a, b: sp.Symbol(f"Phi_{a + 1}_{b + 1}", real=True))
     mup = sp.Matrix([sp.Symbol(f"mup_{a + 1}", real=True) for a in range(k)])
@@ -121,7 +119,7 @@ def initial_states(
     ValueError
         If the shapes are wrong or a velocity is not in D (names the lane).
     """
-    data = data or nonholonomic_data(system)
+    data = _data(system, data)
     n, r = len(data.q), len(data.v)
     q = np.atleast_2d(np.asarray(q0, dtype=float))
     qd = np.atleast_2d(np.asarray(qdot0, dtype=float))
@@ -134,37 +132,40 @@ def initial_states(
     fe = sp.lambdify([*data.q, *data.params], data.frame, "numpy")
     out = np.empty((q.shape[0], n + r))
     for i in range(q.shape[0]):
-        W = np.asarray(fW(*q[i], *par[i]), dtype=float)
-        e = np.asarray(fe(*q[i], *par[i]), dtype=float)
-        viol = float(np.max(np.abs(W @ qd[i])))
-        if viol > tol * (1 + float(np.max(np.abs(qd[i])))):
-            raise ValueError(
-                f"qdot0: velocity of lane {i} is not in D: |W(q0) qdot0| = {viol:.3g} "
-                f"> {tol:g} (1 + |qdot0|)"
-            )
-        v, *_ = np.linalg.lstsq(e, qd[i], rcond=None)
         out[i, :n] = q[i]
-        out[i, n:] = v
+        out[i, n:] = _quasi_velocities(
+            fW, fe, q[i], qd[i], par[i], tol, f"qdot0: velocity of lane {i}"
+        )
     return out
 
 
+def _quasi_velocities(
+    fW: Any, fe: Any, q: np.ndarray, qd: np.ndarray, par: np.ndarray, tol: float, where: str
+) -> np.ndarray:
+    """``v`` with ``e(q) v = qdot``, after checking ``|W(q) qdot| <= tol (1 + |qdot|)``."""
+    W = np.asarray(fW(*q, *par), dtype=float)
+    viol = float(np.max(np.abs(W @ qd)))
+    if viol > tol * (1 + float(np.max(np.abs(qd)))):
+        raise ValueError(f"{where} is not in D: |W qdot| = {viol:.3g} > {tol:g} (1 + |qdot|)")
+    e = np.asarray(fe(*q, *par), dtype=float)
+    return np.linalg.lstsq(e, qd, rcond=None)[0]
+
+
 def _params(data: NonholonomicData, params: Any, lanes: int) -> np.ndarray:
-    p = len(data.params)
-    if p == 0:
-        if params is not None and np.size(params) != 0:
-            raise ValueError(f"params given, but the system has no parameters ({np.shape(params)})")
-        return np.zeros((lanes, 0))
-    if params is None:
-        raise ValueError(f"params is required: values for {', '.join(map(str, data.params))}")
-    par = np.asarray(params, dtype=float)
-    if par.shape == (p,):
-        return np.broadcast_to(par, (lanes, p))
-    if par.shape != (lanes, p):
-        raise ValueError(
-            f"params must have shape ({p},) or ({lanes}, {p}) for "
-            f"{', '.join(map(str, data.params))}, got {par.shape}"
-        )
-    return par
+    """Parameter rows broadcast to ``(lanes, p)``."""
+    par = params_rows(params, data.params, lanes)
+    return np.broadcast_to(par, (lanes, par.shape[1]))
+
+
+def _data(system: Any, data: NonholonomicData | None) -> NonholonomicData:
+    """``data`` or the memoised :func:`~nhfast.symbolic.vakonomic.nonholonomic_data`."""
+    if data is not None:
+        return data
+    return memo(check_system(system), "nonholonomic_data", lambda: nonholonomic_data(system))
+
+
+def _integrable(system: Any) -> bool:
+    return bool(memo(system, "vakonomic.integrable", lambda: is_integrable(system)))
 
 
 @dataclass
@@ -240,7 +241,8 @@ def run_nonholonomic(
     ValueError
         If ``x0`` has the wrong shape.
     """
-    data = data or nonholonomic_data(system)
+    given = data is not None
+    data = _data(system, data)
     n, r, k = len(data.q), len(data.v), data.forms.rows
     x = np.asarray(x0, dtype=float)
     if x.ndim not in (1, 2) or x.shape[-1] != n + r:
@@ -252,7 +254,12 @@ def run_nonholonomic(
     par = _params(data, params, lanes)
     eye = np.broadcast_to(np.eye(k).reshape(-1), (lanes, k * k))
     full = np.hstack([x, eye, np.zeros((lanes, k))])
-    vf = multiplier_vector_field(system, data)
+    key = "nh_vs_vak.multiplier_field"
+    vf = (
+        multiplier_vector_field(system, data)
+        if given
+        else memo(system, key, lambda: multiplier_vector_field(system, data))
+    )
     res = integrate(
         vf, full, t_eval, method=method, rtol=rtol, atol=atol,
         params=par if par.size else None, threads=threads,
@@ -275,7 +282,7 @@ def run_nonholonomic(
         condition=cond,
         energy=obs["energy"],
         params=np.array(par),
-        integrable=is_integrable(system),
+        integrable=_integrable(system),
         settings={"method": method, "rtol": rtol, "atol": atol, "lanes": lanes, "n_t": nt},
     )
 
@@ -340,7 +347,7 @@ def vakonomic_check(run: NonholonomicRun, tol: float = 1e-7) -> Check:
             f"{res.max():.2g} > {tol:g} (1 + scale)"
         )
     return Check(
-        name="nonholonomic trajectory is vakonomic (seed 000, Sec. 2.7)",
+        name="nonholonomic trajectory is vakonomic (Jozwikowski & Respondek 2019, Sec. 2.7)",
         holds=holds,
         statement=statement,
         figures={
@@ -387,7 +394,7 @@ def unconstrained_check(run: NonholonomicRun, tol: float = 1e-7) -> Check:
         f"max |lambda| > {tol:g} (largest {m.max():.2g})"
     )
     return Check(
-        name="nonholonomic trajectory is unconstrained (seed 000, Thm. 4.8(a))",
+        name="nonholonomic trajectory is unconstrained (Jozwikowski & Respondek 2019, Thm. 4.8(a))",
         holds=holds,
         statement=statement,
         figures={"lanes": int(m.size), "max |lambda|": float(m.max()), "threshold": tol},
@@ -442,7 +449,7 @@ def vakonomic_is_nonholonomic_check(
     ValueError
         Wrong shapes, non-finite values, or velocities not in D.
     """
-    data = data or nonholonomic_data(system)
+    data = _data(system, data)
     n, k = len(data.q), data.forms.rows
     qa = _samples(q, "q", n)
     qd = _samples(qdot, "qdot", n, qa.shape[:2])
@@ -454,24 +461,17 @@ def vakonomic_is_nonholonomic_check(
     fA = _lambdified(data, data.KE.T)
     worst = np.empty(lanes)
     for i in range(lanes):
-        for s in range(nt):
-            W = np.asarray(fW(*qa[i, s], *par[i]), dtype=float)
-            viol = float(np.max(np.abs(W @ qd[i, s])))
-            if viol > 1e-8 * (1 + float(np.max(np.abs(qd[i, s])))):
-                raise ValueError(
-                    f"qdot: velocity of lane {i} at sample {s} is not in D (|W qdot| = {viol:.3g})"
-                )
         m = 0.0
         for s in range(nt):
-            e = np.asarray(fe(*qa[i, s], *par[i]), dtype=float)
-            v, *_ = np.linalg.lstsq(e, qd[i, s], rcond=None)
+            where = f"qdot: velocity of lane {i} at sample {s}"
+            v = _quasi_velocities(fW, fe, qa[i, s], qd[i, s], par[i], 1e-8, where)
             A = np.asarray(fA(*qa[i, s], *v, *par[i]), dtype=float)
             m = max(m, float(np.max(np.abs(A @ ma[i, s]))))
         worst[i] = m
     size = 1 + np.max(np.abs(ma), axis=(1, 2))
     ok = worst <= tol * size
     holds = bool(np.all(ok))
-    integ = is_integrable(system)
+    integ = _integrable(system)
     if integ:
         statement = INTEGRABLE_NOTE
     elif holds:
@@ -482,7 +482,7 @@ def vakonomic_is_nonholonomic_check(
             f"mu_a domega^a(qdot, e_j) = 0 (largest {worst.max():.2g})"
         )
     return Check(
-        name="vakonomic trajectory is nonholonomic (seed 000, Thm. 4.8(c))",
+        name="vakonomic trajectory is nonholonomic (Jozwikowski & Respondek 2019, Thm. 4.8(c))",
         holds=holds,
         statement=statement,
         figures={"lanes": lanes, "max |condition|": float(worst.max()), "integrable": integ},

@@ -1,47 +1,45 @@
 """Numerical vakonomic flows, and nonholonomic vs vakonomic motions from the same initial data.
 
-The vakonomic flow is integrated in Hamiltonian form, ``X_{h_2}`` on ``(M_2, omega_2)`` in the
-Darboux coordinates ``(q, phat)`` (seed 003 Sections V-VI), with the symplectic Gauss-Legendre
-schemes of the core (``midpoint``, ``gauss4``, ``gauss6``).  ``h_2`` mixes ``q`` and ``phat``
-(it is not ``T(phat) + V(q)``), so the leapfrog (Stormer-Verlet) scheme does not apply; asking
-for it raises ``ValueError``.  Explicit schemes are accepted as non-symplectic references.
-
-Initial data are ``(q0, qdot0, mu0)`` with ``qdot0`` in D and multipliers ``mu0`` in seed 003's
-sign and the system's constraint basis (``calL = L + mu^i W_i qdot``; default 0), mapped to
-``phat0 = g qdot0 + W^T mu0`` (the Legendre map of seed 003 Section V).  On the Lagrangian side
-every ``mu0`` is admissible (the final constraint submanifold ``P_2 = {W qdot = 0}`` leaves the
-multipliers free); given ``phat0`` instead, ``mu0`` must equal ``lambda(q0, phat0)``, else the
-point is not on ``M_2``.
-
-When do the motions coincide?  If D is integrable (holonomic constraints) the multipliers drop out
-of the equations for ``q`` (``R^a_{alpha beta} = 0``), so NH and VAK motions coincide for every
-``mu0`` (a :class:`HolonomicConstraintsWarning` says so).  Otherwise seed 001 Thm 2 (weak
-consistency with ``phi = 0``) says only that at ``mu = 0`` the VAK acceleration equals the NH one
-*at that instant*; the multipliers then evolve (``mudot = lambda_NH``) and the motions separate
-unless special multipliers are chosen: e.g. for the vertical disk (a Chaplygin system with
-``p_a R^a_{alpha beta} v^beta = 0``) the section ``mu = -p_a`` in the cartesian basis (seed 003's
-``(A, B) = (0, 0)``, seed 002's ``mu_a = dL/dxdot^a``) gives exactly the NH motion (digest C2).
+The vakonomic flow is ``X_{h_2}`` on ``(M_2, omega_2)`` in the Darboux coordinates
+``(q, phat)`` (Martinez, Cortes & de Leon 2000, Sections V-VI), integrated with the symplectic
+Gauss-Legendre schemes (``midpoint``, ``gauss4``, ``gauss6``); ``h_2`` is not separable, so
+``leapfrog`` is refused.  Initial data ``(q0, qdot0, mu0)``: ``qdot0`` in D, ``mu0`` the
+coordinate multipliers of :mod:`nhfast.symbolic.vakonomic._forms` (default 0), mapped to
+``phat0 = g qdot0 + W^T mu0``.  If D is integrable, NH and VAK motions coincide for every
+``mu0`` (a :class:`~nhfast.errors.HolonomicConstraintsWarning` says so); otherwise they
+separate unless special multipliers are chosen (e.g. ``mu = -p_a`` for the vertical disk,
+Crampin & Mestdag 2010, Thm. 2).
 """
 
 from __future__ import annotations
 
 import warnings
-import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
+from nhfast._cache import memo
+from nhfast._validate import params_rows, real_array
+from nhfast.analysis.drift import constraint_residual, energy_error
 from nhfast.analysis.result import Check
 from nhfast.errors import HolonomicConstraintsWarning
+from nhfast.integrate import integrate
+from nhfast.symbolic.vakonomic import (
+    constraint_one_forms,
+    is_integrable,
+    nonholonomic_coordinate_equations,
+    vakonomic_hamiltonian,
+    vakonomic_hamiltonian_field,
+)
 
 __all__ = [
-    "HolonomicConstraintsWarning",
     "VakonomicTrajectory",
     "NonholonomicTrajectory",
     "NHVakComparison",
     "vakonomic_initial_state",
+    "vakonomic_field",
     "integrate_vakonomic",
     "integrate_nonholonomic",
     "compare_nonholonomic_vakonomic",
@@ -50,109 +48,79 @@ __all__ = [
 SYMPLECTIC = ("midpoint", "gauss4", "gauss6")
 
 
-@dataclass
-class _Cache:
-    hamiltonian: Any = None
-    vak_fields: dict = field(default_factory=dict)
-    nh_field: Any = None
-    one_forms: Any = None
-    integrable: bool | None = None
-    num: dict = field(default_factory=dict)
-
-
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _cache(system: Any) -> _Cache:
+def _checked(system: Any) -> Any:
     from nhfast.symbolic.systems import NonholonomicSystem
 
     if not isinstance(system, NonholonomicSystem):
         raise TypeError(f"system must be a NonholonomicSystem, got {type(system).__name__}")
-    c = _CACHE.get(system)
-    if c is None:
-        c = _CACHE[system] = _Cache()
-    return c
-
-
-def _hamiltonian(system: Any) -> Any:
-    c = _cache(system)
-    if c.hamiltonian is None:
-        from nhfast.symbolic.vakonomic.constraint_algorithm import vakonomic_hamiltonian
-
-        c.hamiltonian = vakonomic_hamiltonian(system)
-    return c.hamiltonian
+    return system
 
 
 def _one_forms(system: Any) -> sp.Matrix:
-    c = _cache(system)
-    if c.one_forms is None:
-        from nhfast.symbolic.vakonomic.equations import constraint_one_forms
-
-        c.one_forms = constraint_one_forms(system)
-    return c.one_forms
+    _checked(system)
+    return memo(system, "vakonomic.one_forms", lambda: constraint_one_forms(system))
 
 
 def _integrable(system: Any) -> bool:
-    c = _cache(system)
-    if c.integrable is None:
-        from nhfast.symbolic.vakonomic.equations import is_integrable
-
-        c.integrable = is_integrable(system)
-    return bool(c.integrable)
+    return bool(memo(system, "vakonomic.integrable", lambda: is_integrable(_checked(system))))
 
 
-def _vak_field(system: Any, form: str) -> Any:
+def vakonomic_field(system: Any, form: str = "linear") -> Any:
+    """``X_{h_2}`` on ``(M_2, omega_2)`` for :func:`integrate_vakonomic` (memoised per system).
+
+    Parameters
+    ----------
+    system : NonholonomicSystem
+    form : {"linear", "symbolic"}
+        ``linear``: :func:`~nhfast.symbolic.vakonomic.vakonomic_hamiltonian_field` (linear
+        solves in the kernels); ``symbolic``: the explicit ``h_2`` of
+        :func:`~nhfast.symbolic.vakonomic.vakonomic_hamiltonian`.
+
+    Returns
+    -------
+    nhfast.vectorfield.VectorField
+    """
     if form not in ("linear", "symbolic"):
         raise ValueError(f"form must be 'linear' or 'symbolic', got {form!r}")
-    c = _cache(system)
-    if form not in c.vak_fields:
-        if form == "symbolic":
-            c.vak_fields[form] = _hamiltonian(system).hamiltonian_system()
-        else:
-            from nhfast.symbolic.vakonomic.constraint_algorithm import vakonomic_hamiltonian_field
+    _checked(system)
+    if form == "symbolic":
+        return memo(
+            system,
+            "vakonomic.field.symbolic",
+            lambda: vakonomic_hamiltonian(system).hamiltonian_system(),
+        )
+    return memo(system, "vakonomic.field.linear", lambda: vakonomic_hamiltonian_field(system))
 
-            c.vak_fields[form] = vakonomic_hamiltonian_field(system)
-    return c.vak_fields[form]
+
+def _nonholonomic_field(system: Any) -> Any:
+    return memo(
+        system,
+        "nonholonomic.coordinate_field",
+        lambda: nonholonomic_coordinate_equations(system).as_vector_field(),
+    )
 
 
 def _numeric(system: Any, key: str, expr: sp.Matrix) -> Any:
-    c = _cache(system)
-    if key not in c.num:
-        c.num[key] = sp.lambdify([*system.q, *system.params], expr, modules="numpy")
-    return c.num[key]
+    return memo(
+        system,
+        f"vakonomic.numeric.{key}",
+        lambda: sp.lambdify([*system.q, *system.params], expr, modules="numpy"),
+    )
 
 
 def _rows(value: Any, width: int, name: str, lanes: int | None = None) -> np.ndarray:
-    try:
-        a = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be an array of real numbers, got {value!r}") from None
+    a = real_array(value, name, (1, 2))
     if a.ndim == 1:
         a = a[None, :]
-    if a.ndim != 2 or a.shape[1] != width:
+    if a.shape[1] != width:
         raise ValueError(f"{name} must have shape ({width},) or (n_traj, {width}), got {a.shape}")
     if lanes is not None and a.shape[0] not in (1, lanes):
         raise ValueError(f"{name} has {a.shape[0]} rows, expected 1 or {lanes}")
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} contains NaN or infinite values")
     return a
 
 
 def _params(system: Any, params: Any) -> np.ndarray:
-    npar = len(system.params)
-    if npar == 0:
-        if params is not None and np.size(params) != 0:
-            raise ValueError("params given, but the system has no parameters")
-        return np.zeros(0)
-    if params is None:
-        raise ValueError(f"params is required: values for {', '.join(map(str, system.params))}")
-    p = np.asarray(params, dtype=float)
-    if p.shape != (npar,):
-        raise ValueError(
-            f"params must have shape ({npar},) for {', '.join(map(str, system.params))}, "
-            f"got {p.shape}"
-        )
-    return p
+    return params_rows(params, system.params, 1)[0]
 
 
 def _eval(fn: Any, q: np.ndarray, par: np.ndarray) -> np.ndarray:
@@ -170,7 +138,7 @@ def vakonomic_initial_state(
     system : NonholonomicSystem
     q0, qdot0 : array_like, shape (n,) or (n_traj, n)
     mu0 : array_like, shape (m,) or (n_traj, m), optional
-        Multipliers (seed 003 sign, the system's constraint basis); default 0.
+        Multipliers (coordinate multipliers, the system's constraint basis); default 0.
     params : array_like, shape (n_params,)
 
     Returns
@@ -234,7 +202,7 @@ def _check_on_M2(system: Any, x: np.ndarray, mu0: Any, par: np.ndarray) -> None:
         raise ValueError(
             f"mu0 is not on the final constraint submanifold M_2: at row {bad[0]} the "
             f"multipliers must be lambda(q0, phat0) = {lam[bad[0]]}, got {mu[bad[0]]} "
-            "(seed 003: lambda = D^-1 W g^-1 phat on M_2)"
+            "(lambda = D^-1 W g^-1 phat on M_2)"
         )
 
 
@@ -247,7 +215,7 @@ class VakonomicTrajectory:
     t : ndarray (n_t,)
     q, qdot, p_hat : ndarray (n_traj, n_t, n)
     mu : ndarray (n_traj, n_t, m)
-        Multipliers (seed 003 sign) on ``M_2``.
+        Coordinate multipliers on ``M_2``.
     energy : ndarray (n_traj, n_t)
         ``h_2``.
     constraint : ndarray (n_traj, n_t, m)
@@ -276,7 +244,7 @@ class NonholonomicTrajectory:
     t : ndarray (n_t,)
     q, qdot : ndarray (n_traj, n_t, n)
     reaction : ndarray (n_traj, n_t, m)
-        Multipliers ``E(L) = reaction^b W_b`` (seed 002 sign).
+        Multipliers ``E(L) = reaction^b W_b`` (the reaction sign of ``vakonomic._forms``).
     energy : ndarray (n_traj, n_t)
     constraint : ndarray (n_traj, n_t, m)
         ``W qdot`` along the numerical solution (drifts at the level of the tolerance).
@@ -322,7 +290,7 @@ def integrate_vakonomic(
     qdot0 : array_like, optional
         Initial velocities in D (give ``qdot0`` or ``p_hat0``).
     mu0 : array_like, shape (m,) or (n_traj, m), optional
-        Initial multipliers (seed 003 sign).  With ``qdot0``: any values (default 0).  With
+        Initial coordinate multipliers.  With ``qdot0``: any values (default 0).  With
         ``p_hat0``: checked to equal ``lambda(q0, p_hat0)`` (the point must lie on ``M_2``).
     p_hat0 : array_like, optional
         Initial ``phat`` (a point of ``M_2`` is ``(q, phat)``).
@@ -333,10 +301,7 @@ def integrate_vakonomic(
     h : float, optional
         Step size (required by the fixed-step schemes).
     form : {"linear", "symbolic"}
-        ``linear``: :func:`~nhfast.symbolic.vakonomic.constraint_algorithm.vakonomic_hamiltonian_field`
-        (linear solves in the kernels, no symbolic inverse; scales to large systems);
-        ``symbolic``: ``h_2`` from the symbolic constraint algorithm
-        (:func:`~nhfast.symbolic.vakonomic.constraint_algorithm.vakonomic_hamiltonian`).
+        See :func:`vakonomic_field` (``linear`` scales to large systems).
     **options
         Passed to :func:`nhfast.integrate.integrate` (``rtol``, ``atol``, ``tol``, ...).
 
@@ -350,8 +315,6 @@ def integrate_vakonomic(
         ``method='leapfrog'`` (``h_2`` is not separable); both or neither of ``qdot0`` and
         ``p_hat0``; bad initial data (see :func:`vakonomic_initial_state`); ``mu0`` off ``M_2``.
     """
-    from nhfast.integrate import integrate
-
     if method == "leapfrog":
         raise ValueError(
             "method='leapfrog' does not apply to vakonomic flows: h_2(q, phat) is not "
@@ -361,7 +324,7 @@ def integrate_vakonomic(
     m = _one_forms(system).rows  # also checks the type of system
     n = system.dim
     par = _params(system, params)
-    field_ = _vak_field(system, form)
+    field_ = vakonomic_field(system, form)
     if (qdot0 is None) == (p_hat0 is None):
         raise ValueError("give exactly one of qdot0 (velocities in D) and p_hat0")
     if qdot0 is not None:
@@ -416,20 +379,14 @@ def integrate_nonholonomic(
     -------
     NonholonomicTrajectory
     """
-    from nhfast.integrate import integrate
-    from nhfast.symbolic.vakonomic.equations import nonholonomic_coordinate_equations
-
     m = _one_forms(system).rows  # also checks the type of system
     n = system.dim
     par = _params(system, params)
     x0 = vakonomic_initial_state(system, q0, qdot0, None, par)
     q = x0[:, :n]
     qd = np.broadcast_to(_rows(qdot0, n, "qdot0"), q.shape)
-    c = _cache(system)
-    if c.nh_field is None:
-        c.nh_field = nonholonomic_coordinate_equations(system).as_vector_field()
     res = integrate(
-        c.nh_field,
+        _nonholonomic_field(system),
         np.concatenate([q, qd], axis=1),
         t_eval,
         method=method,
@@ -477,27 +434,14 @@ class NHVakComparison:
         return self.vakonomic.t
 
 
-def _drift_check(name: str, t: np.ndarray, values: np.ndarray, threshold: float) -> Check:
-    v = np.asarray(values)
-    if v.ndim == 3:
-        dev = np.abs(v).max(axis=2)
-        what = "max |W qdot|"
-    else:
-        dev = np.abs(v - v[:, :1])
-        what = "max |E(t) - E(0)|"
-    per_t = dev.max(axis=0)
-    worst = float(dev.max())
-    ok = bool(worst <= threshold)
-    verdict = "holds" if ok else "fails"
-    return Check(
-        name=name,
-        holds=ok,
-        statement=f"{verdict}: {what} = {worst:.3g} {'<=' if ok else '>'} threshold "
-        f"{threshold:.1e}",
-        figures={what: worst, "threshold": threshold},
-        series={"t": t, what: per_t},
-        samples={"final": dev[:, -1]},
-    )
+def _drift_checks(label: str, result: Any, m: int, threshold: float, e_scale: float) -> list:
+    """Energy and constraint drift of one flow (:mod:`nhfast.analysis.drift`), named ``label``."""
+    energy = energy_error(result, "energy", threshold * e_scale, relative=False)
+    energy.name = f"{label} energy drift"
+    zero = {f"constraint_{i + 1}": 0.0 for i in range(m)}
+    constraint = constraint_residual(result, zero, threshold)
+    constraint.name = f"{label} constraint drift"
+    return [energy, constraint]
 
 
 def compare_nonholonomic_vakonomic(
@@ -524,7 +468,7 @@ def compare_nonholonomic_vakonomic(
     q0, qdot0 : array_like, shape (n,) or (n_traj, n)
         Initial configuration and velocity in D.
     mu0 : array_like, shape (m,) or (n_traj, m), optional
-        Initial multipliers of the VAK motion (seed 003 sign, system's basis); default 0.
+        Initial multipliers of the VAK motion (coordinate multipliers, system's basis); default 0.
     params : array_like, optional
     vak_method : str
         Scheme for ``X_{h_2}`` (default ``gauss6``; ``leapfrog`` is refused).
@@ -547,7 +491,7 @@ def compare_nonholonomic_vakonomic(
     HolonomicConstraintsWarning
         When D is integrable (then the two motions coincide for every ``mu0``).
     """
-    _cache(system)
+    _checked(system)
     t = np.asarray(t_eval, dtype=float)
     if h is None and vak_method not in ("dopri5", "dop853"):
         h = float(abs(t[-1] - t[0])) / 2000 if t.size > 1 else 1e-2
@@ -580,11 +524,10 @@ def compare_nonholonomic_vakonomic(
             stacklevel=2,
         )
     e_scale = 1.0 + float(np.abs(nh.energy[:, 0]).max())
+    m = nh.constraint.shape[-1]
     checks = [
-        _drift_check("nonholonomic energy drift", nh.t, nh.energy, threshold * e_scale),
-        _drift_check("nonholonomic constraint drift", nh.t, nh.constraint, threshold),
-        _drift_check("vakonomic energy drift (h_2)", vak.t, vak.energy, threshold * e_scale),
-        _drift_check("vakonomic constraint drift", vak.t, vak.constraint, threshold),
+        *_drift_checks("nonholonomic", nh.result, m, threshold, e_scale),
+        *_drift_checks("vakonomic (h_2)", vak.result, m, threshold, e_scale),
     ]
     worst = float(sep.max())
     same = worst <= threshold * (1.0 + float(np.abs(nh.q).max()))

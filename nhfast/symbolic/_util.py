@@ -36,6 +36,19 @@ def as_symbol_list(arg: Any, name: str, *, allow_empty: bool = False) -> list[sp
     return out
 
 
+def fresh_symbols(names: Sequence[str], taken: set[str]) -> list[sp.Symbol]:
+    """Real symbols with the given names, each suffixed with ``_`` until it clashes with no
+    name in ``taken`` (which is updated with the names given out)."""
+    out = []
+    for nm in names:
+        cand = nm
+        while cand in taken:
+            cand = cand + "_"
+        taken.add(cand)
+        out.append(sp.Symbol(cand, real=True))
+    return out
+
+
 def as_matrix(arg: Any, name: str) -> sp.Matrix:
     """Return ``arg`` as an (immutable-content) SymPy Matrix or raise ``TypeError``."""
     if isinstance(arg, sp.MatrixBase):

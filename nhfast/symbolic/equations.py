@@ -39,7 +39,7 @@ import numpy as np
 import sympy as sp
 
 from nhfast.symbolic import frames as _fr
-from nhfast.symbolic._util import Simplifier, as_symbol_list, simplifier
+from nhfast.symbolic._util import Simplifier, as_symbol_list, fresh_symbols, simplifier
 from nhfast.vectorfield import LinearSolve  # one definition, shared with the code generator
 
 __all__ = [
@@ -163,14 +163,7 @@ class EquationsOfMotion:
 
 
 def _fresh(prefix: str, names: Sequence[str], taken: set[str]) -> list[sp.Symbol]:
-    out = []
-    for nm in names:
-        cand = f"{prefix}_{nm}"
-        while cand in taken:
-            cand = cand + "_"
-        taken.add(cand)
-        out.append(sp.Symbol(cand, real=True))
-    return out
+    return fresh_symbols([f"{prefix}_{nm}" for nm in names], taken)
 
 
 def _use_inverse(inverse: Inverse, r: int) -> bool:

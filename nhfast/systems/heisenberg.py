@@ -1,4 +1,4 @@
-"""Heisenberg system and its generalisation (seed 000, Examples 6.3 and 6.6), pure SymPy.
+"""Heisenberg system and its generalisation (Jozwikowski & Respondek 2019, "J-R", Ex. 6.3, 6.6).
 
 ``Q = R^3`` (the Heisenberg group), constraint ``zdot = y xdot - x ydot``, i.e. the 1-form
 ``omega = -y dx + x dy + dz`` (``D = ker omega``), with the left-invariant frame
@@ -7,11 +7,11 @@ Frame velocities: ``alpha = xdot``, ``beta = ydot``, ``gamma = zdot - y xdot + x
 (``gamma = 0`` on D).
 
 * Example 6.3: ``L = 1/2 (alpha^2 + beta^2 + gamma^2)``.  Every NH trajectory (a straight line
-  in D) is an unconstrained extremal, hence vakonomic (seed 000; this refutes Fernandez-Bloch
+  in D) is an unconstrained extremal, hence vakonomic (this refutes Fernandez-Bloch
   Prop. 3(5)).
 * Example 6.6: ``L = f alpha^2 + g alpha beta + h beta^2 + Phi gamma^2 - U`` with ``f, g, h, U``
   functions of ``(x, y)`` and ``Phi`` of ``(x, y, z)``; again every NH trajectory is an
-  unconstrained extremal.  (The seed prints ``- U(x, y) beta^2``; the digest verified both
+  unconstrained extremal.  (The paper prints ``- U(x, y) beta^2``; we checked both
   readings; here ``U`` is a potential, ``L = T - U``.)
 """
 
@@ -64,7 +64,7 @@ def generalized_heisenberg(
     U: Coefficient = None,  # noqa: N803
     params: Sequence[sp.Symbol] = (),
 ) -> NonholonomicSystem:
-    """Generalised Heisenberg system, seed 000 Example 6.6.
+    """Generalised Heisenberg system (J-R Example 6.6).
 
     ``L = f alpha^2 + g alpha beta + h beta^2 + Phi gamma^2 - U`` with ``alpha = xdot``,
     ``beta = ydot``, ``gamma = zdot - y xdot + x ydot``; constraint ``gamma = 0``.  The kinetic
@@ -110,7 +110,7 @@ def generalized_heisenberg(
 
 
 def heisenberg() -> NonholonomicSystem:
-    """Heisenberg system, seed 000 Example 6.3: ``L = 1/2 (alpha^2 + beta^2 + gamma^2)``.
+    """Heisenberg system (J-R Example 6.3): ``L = 1/2 (alpha^2 + beta^2 + gamma^2)``.
 
     Returns
     -------

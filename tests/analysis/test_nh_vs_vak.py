@@ -14,8 +14,8 @@ from nhfast.analysis.nh_vs_vak import (
     vakonomic_is_nonholonomic_check,
 )
 from nhfast.analysis.result import Check
-from nhfast.symbolic.vakonomic.nh_vs_vak import nonholonomic_data
-from nhfast.systems.examples import holonomic_particle
+from nhfast.symbolic.vakonomic import nonholonomic_data
+from nhfast.systems import holonomic_particle
 from nhfast.systems.heisenberg import heisenberg
 from nhfast.systems.wheeled import two_wheeled_carriage, unicycle
 

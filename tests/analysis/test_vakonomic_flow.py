@@ -17,16 +17,16 @@ from hypothesis import strategies as st
 
 from nhfast.analysis.result import Check
 from nhfast.analysis.vakonomic_flow import (
-    HolonomicConstraintsWarning,
     compare_nonholonomic_vakonomic,
     integrate_vakonomic,
+    vakonomic_field,
     vakonomic_initial_state,
 )
+from nhfast.errors import HolonomicConstraintsWarning
 from nhfast.integrate import integrate
 from nhfast.symbolic.systems import NonholonomicSystem
-from nhfast.symbolic.vakonomic.equations import vakonomic_equations, vakonomic_frame_equations
-from nhfast.systems.examples import holonomic_particle
-from nhfast.systems.rolling_disk import rolling_disk_seed003, vakonomic_particle_seed003
+from nhfast.symbolic.vakonomic import vakonomic_equations, vakonomic_frame_equations
+from nhfast.systems import contact_particle, holonomic_particle, rolling_disk_theta_heading
 
 I1, I2, RAD = 0.7, 1.3, 0.5
 PAR = [I1, I2, RAD]
@@ -37,7 +37,7 @@ Q0 = [0.0, 0.0, TH0, PH0]
 
 @functools.cache
 def disk() -> NonholonomicSystem:
-    return rolling_disk_seed003()
+    return rolling_disk_theta_heading()
 
 
 @functools.cache
@@ -104,7 +104,7 @@ def test_special_multipliers_give_the_nonholonomic_motion_C2_V7() -> None:
 
 def test_weak_consistency_at_mu_zero() -> None:
     """At mu = 0 the VAK and NH accelerations coincide at the initial instant (seed 001)."""
-    from nhfast.symbolic.vakonomic.equations import nonholonomic_coordinate_equations
+    from nhfast.symbolic.vakonomic import nonholonomic_coordinate_equations
 
     S = disk()
     vak = vakonomic_equations(S).as_vector_field()
@@ -166,9 +166,7 @@ def test_hamiltonian_form_against_scipy_dop853() -> None:
     )
     vf = ham.result  # IntegrationResult of the HamiltonianSystem
     x0 = vakonomic_initial_state(S, q0, qd0, [0.2, 0.1], par)[0]
-    from nhfast.analysis.vakonomic_flow import _vak_field
-
-    field = _vak_field(S, "symbolic")  # explicit h_2 of the symbolic algorithm (no solves)
+    field = vakonomic_field(S, "symbolic")  # explicit h_2 of the symbolic algorithm (no solves)
     f = sp.lambdify([*field.states, *field.params], field.rhs, modules="numpy")
     sol = solve_ivp(
         lambda _t, x: np.asarray(f(*x, *par), dtype=float),
@@ -225,7 +223,7 @@ def test_bad_input() -> None:
     with pytest.raises(ValueError, match="mu0 is not on the final constraint submanifold"):
         integrate_vakonomic(disk(), t, Q0, p_hat0=x0[4:], mu0=[0.1, 0.3], params=PAR, h=0.1)
     # the chart x Phi of seed 003 VIII.6 degenerates at x = 0 (D = x^2 (1 + y^2))
-    S = vakonomic_particle_seed003("x")
+    S = contact_particle("x")
     with pytest.raises(ValueError, match="q0: the constraint basis degenerates"):
         integrate_vakonomic(S, t, [0.0, 0.3, 0.1], qdot0=[1.0, 0.0, 0.3], h=0.1)
 
@@ -261,10 +259,8 @@ def test_disk_first_integrals_for_any_multipliers(
 @pytest.mark.parametrize("which", ["disk", "t3"])
 def test_linear_solve_field_equals_symbolic_hamiltonian(which: str) -> None:
     """vakonomic_hamiltonian_field (no inverses) == X_{h_2} of the symbolic algorithm."""
-    from nhfast.analysis.vakonomic_flow import _vak_field
-
     S, par = (disk(), PAR) if which == "disk" else (t3(), [0.8])
-    lin, sym = _vak_field(S, "linear"), _vak_field(S, "symbolic")
+    lin, sym = vakonomic_field(S, "linear"), vakonomic_field(S, "symbolic")
     rng = np.random.default_rng(3)
     x = rng.uniform(-0.6, 0.6, size=(6, 2 * S.dim))
     np.testing.assert_allclose(
@@ -287,7 +283,7 @@ def test_particle_P12_and_chart_independence() -> None:
     t = np.linspace(0.0, 4.0, 9)
     runs = {}
     for basis, factor in (("plain", 1.0), ("x", q0[0]), ("z", q0[2])):
-        S = vakonomic_particle_seed003(basis)
+        S = contact_particle(basis)
         runs[basis] = integrate_vakonomic(
             S, t, q0, qdot0=qd0, mu0=[lam_plain / factor], method="gauss6", h=5e-3
         )
@@ -312,9 +308,9 @@ def test_particle_P12_and_chart_independence() -> None:
 def test_seed002_disk_special_section_is_nonholonomic() -> None:
     """Seed 002's disk: mu_a(002) = M xdot^a, i.e. lambda(003 sign) = -M (xdot, ydot), gives
     the NH motion (O13 / digest C2); NH from the coordinate equations (DOP853)."""
-    from nhfast.systems.rolling_disk import rolling_disk_seed002
+    from nhfast.systems import rolling_disk_phi_heading
 
-    S = rolling_disk_seed002()
+    S = rolling_disk_phi_heading()
     M, I, J, R = 1.7, 0.9, 0.6, 0.4  # noqa: E741
     phi0, thd0, phd0 = 0.2, 1.1, -0.7
     q0 = [0.1, -0.2, phi0, 0.3]

@@ -1,28 +1,16 @@
-"""Seed 003's Hamiltonian constraint algorithm and the vakonomic bracket (pure SymPy).
+"""The Dirac-Bergmann constraint algorithm, ``h_2`` on ``M_2`` and the vakonomic bracket.
 
-**The algorithm** (seed 003 Sections III and V; Gotay-Nester on the Hamiltonian side, in the
-Dirac-Bergmann form): on ``T*P`` with canonical coordinates, a Hamiltonian ``H`` and primary
-constraints ``phi_k`` (stage 1, ``M_1``), the total Hamiltonian is ``H + u^k phi_k``.  At each step
-the consistency conditions ``{c, H} + u^k {c, phi_k} = 0`` are imposed, on the current constraint
-set, for every constraint ``c`` found so far.  Combinations ``nu`` with ``nu^T A = 0``
-(``A_{c k} = {c, phi_k}``) give new constraints ``nu^T {c, H}``.  The algorithm stops at step
-``k`` when ``M_{k+1} = M_k``; the multipliers ``u`` (for the vakonomic problem: the rates
-``lambdadot``) are determined iff ``A`` has rank ``#phi`` on the final set.
-
-**Vakonomic case** (seed 003 Section V): ``P = Q x R^m``, ``calL = L + lambda^i W_iA qdot^A``,
-``FL: phat_A = g_AB qdot^B + lambda^i W_iA, p_lambda = 0``; ``h_1 = 1/2 g^{AB} (phat_A - lambda^i
-W_iA)(phat_B - lambda^j W_jB) + U`` (the paper prints ``+U+U``, a typo); primary ``p_lambda_i = 0``,
-secondary ``chi_i = -dh_1/dlambda^i = W_iA g^{AB} (phat_B - lambda^j W_jB)``; on ``M_2``:
-``lambda = D^{-1} W g^{-1} phat`` with ``D = W g^{-1} W^T`` (13), and the algorithm stops at step 2.
-
-**Vakonomic bracket** (Def. VII.2): ``{f, g}_vak = {f o pi~, g o pi~}_{M_2}``, with
-``pi~(q, phat) = (q, phat - lambda^i(q, phat) W_i(q))``.  Computed here by the route the digest
-verified: eliminate ``lambda`` first, then take the canonical bracket in the Darboux coordinates
-``(q, phat)`` of ``(M_2, omega_2)`` -- which equals the Dirac bracket on ``T*P`` restricted to
-``M_2`` (Prop. VII.1).  The printed formula (18), read literally (partial derivatives of
-``f o pi~`` at fixed ``lambda`` plus ``df/dlambda D^{-1} N D^{-1} dg/dlambda``), is *wrong*
-(digest erratum F6); :meth:`VakonomicHamiltonian.printed_bracket_18` evaluates it only so that
-tests can show the difference.
+Martinez, Cortes & de Leon (2000), Sections III, V and VII ("Martinez et al." below).  On
+``T*P`` with primary constraints ``phi_k`` the consistency conditions
+``{c, H} + u^k {c, phi_k} = 0`` are imposed until ``M_{k+1} = M_k``.  Vakonomic case:
+``P = Q x R^m``, ``calL = L + lambda^i W_i(qdot)``,
+``h_1 = 1/2 (phat - W^T lambda)^T g^{-1} (phat - W^T lambda) + U`` (the paper prints ``+U+U``);
+the algorithm stops at step 2 with ``lambda = D^{-1} W g^{-1} phat``, ``D = W g^{-1} W^T`` (13).
+The vakonomic bracket (Def. VII.2) is the canonical bracket in the Darboux coordinates
+``(q, phat)`` of ``(M_2, omega_2)`` (equal to the Dirac bracket, Prop. VII.1); the printed
+formula (18), read literally, is wrong, and
+:meth:`VakonomicHamiltonian.printed_bracket_18` evaluates it only so that tests show the
+difference.
 """
 
 from __future__ import annotations
@@ -38,15 +26,22 @@ from nhfast.symbolic._util import (
     Simplifier,
     as_expr,
     as_symbol_list,
+    fresh_symbols,
     generic_point,
     generic_rank,
     is_zero,
     numeric_rank,
     simplifier,
 )
+from nhfast.symbolic.vakonomic._forms import (
+    check_system,
+    constraint_one_forms,
+    is_integrable,
+    taken_names,
+)
+from nhfast.vectorfield import HamiltonianSystem, LinearSolve, VectorField
 
 __all__ = [
-    "ConstraintAlgorithmError",
     "ConstraintAlgorithmResult",
     "poisson_bracket",
     "dirac_bergmann",
@@ -155,7 +150,7 @@ class _Reducer:
                 raise ConstraintAlgorithmError(
                     f"step {step}: the new constraints {bad} cannot be solved for {names}: "
                     "the matrix of their derivatives is singular where the algorithm needs it "
-                    "invertible (e.g. D = W g^-1 W^T of seed 003 (13))"
+                    "invertible (e.g. D = W g^-1 W^T of Martinez et al. 2000, (13))"
                 )
         chosen: list[sp.Symbol] = []
         sub = jac[rows, :]
@@ -299,20 +294,9 @@ def dirac_bergmann(
     )
 
 
-def _fresh(names: Sequence[str], taken: set[str]) -> list[sp.Symbol]:
-    out = []
-    for nm in names:
-        cand = nm
-        while cand in taken:
-            cand += "_"
-        taken.add(cand)
-        out.append(sp.Symbol(cand, real=True))
-    return out
-
-
 @dataclass
 class VakonomicHamiltonian:
-    """Hamiltonian description of the vakonomic problem of a system (seed 003 Sections V-VII).
+    """Hamiltonian description of the vakonomic problem (Martinez et al. 2000, Secs. V-VII).
 
     Attributes
     ----------
@@ -368,7 +352,7 @@ class VakonomicHamiltonian:
         return self._simp(sp.sympify(expr).subs(sub))
 
     def bracket(self, f: Any, g: Any) -> sp.Expr:
-        """Canonical bracket on ``T*P`` (seed 003 Section VII)."""
+        """Canonical bracket on ``T*P`` (Martinez et al. 2000, Section VII)."""
         return poisson_bracket(f, g, [*self.q, *self.lam], [*self.p_hat, *self.p_lam])
 
     def constraint_functions(self) -> list[sp.Expr]:
@@ -476,8 +460,6 @@ class VakonomicHamiltonian:
         Observables: ``energy`` (``h_2``), ``lambda_i`` (multipliers on ``M_2``) and
         ``constraint_i = W_i qdot`` (zero by construction: ``qdot`` lies in D on ``M_2``).
         """
-        from nhfast.vectorfield import HamiltonianSystem
-
         qd = self.velocities()
         obs: dict[str, sp.Expr] = {f"lambda_{i + 1}": e for i, e in enumerate(self.lam_on_M2)}
         for i in range(self.W.rows):
@@ -499,7 +481,7 @@ def _light(expr: Any) -> sp.Expr:
 def vakonomic_hamiltonian(
     system: Any, simplify: Simplifier = _light, max_steps: int | None = None
 ) -> VakonomicHamiltonian:
-    """Run seed 003's constraint algorithm on the vakonomic problem of ``system``.
+    """Run the constraint algorithm of Martinez et al. (2000) on the vakonomic problem.
 
     Parameters
     ----------
@@ -521,32 +503,26 @@ def vakonomic_hamiltonian(
     Raises
     ------
     ConstraintAlgorithmError
-        If ``D = W g^{-1} W^T`` is singular at generic points (the seed needs it invertible),
+        If ``D = W g^{-1} W^T`` is singular at generic points (the paper needs it invertible),
         or the algorithm degenerates.
     """
-    from nhfast.symbolic.vakonomic.equations import (
-        _check_system,
-        constraint_one_forms,
-        is_integrable,
-    )
-
-    system = _check_system(system)
+    system = check_system(system)
     simp = simplifier(simplify)
     q = list(system.q)
     W = constraint_one_forms(system)
     m = W.rows
     g = system.metric
-    taken = {str(s) for s in (*q, *system.params)}
-    p_hat = _fresh([f"phat_{a}" for a in q], taken)
-    lam = _fresh([f"lambda_{i + 1}" for i in range(m)], taken)
-    p_lam = _fresh([f"p_lambda_{i + 1}" for i in range(m)], taken)
-    p = _fresh([f"p_{a}" for a in q], taken)
+    taken = taken_names(system)
+    p_hat = fresh_symbols([f"phat_{a}" for a in q], taken)
+    lam = fresh_symbols([f"lambda_{i + 1}" for i in range(m)], taken)
+    p_lam = fresh_symbols([f"p_lambda_{i + 1}" for i in range(m)], taken)
+    p = fresh_symbols([f"p_{a}" for a in q], taken)
     ginv = g.inv().applyfunc(simp)
     D = (W * ginv * W.T).applyfunc(simp)
     declared = q + list(system.params)
     if generic_rank(D, declared) < m:
         raise ConstraintAlgorithmError(
-            f"D = W g^-1 W^T (seed 003 (13)) is singular at generic points (rank "
+            f"D = W g^-1 W^T (Martinez et al. 2000, (13)) is singular at generic points (rank "
             f"{generic_rank(D, declared)} < {m}): the constraints are dependent"
         )
     y = sp.Matrix(p_hat) - W.T * sp.Matrix(lam)
@@ -590,7 +566,7 @@ def vakonomic_hamiltonian(
 def vakonomic_hamiltonian_field(system: Any, name: str = "vakonomic (q, phat)") -> Any:
     """``X_{h_2}`` on ``(M_2, omega_2)`` with numerical linear solves instead of inverses.
 
-    Uses the derived form (digest B.2.4) ``h_2 = 1/2 phat^T X K^{-1} X^T phat + U`` with ``X``
+    Uses the derived form (derived from (13)) ``h_2 = 1/2 phat^T X K^{-1} X^T phat + U`` with ``X``
     the frame of D and ``K = X^T g X``: with ``K v = X^T phat`` (Cholesky in the kernels),
 
     ``qdot = X v``,  ``dphat_A/dt = -(v^alpha (d X^B_alpha / d q^A) phat_B
@@ -611,20 +587,17 @@ def vakonomic_hamiltonian_field(system: Any, name: str = "vakonomic (q, phat)") 
         States ``(q, phat)`` (``split = n``), observables ``energy`` (``h_2``), ``lambda_i``,
         ``constraint_i`` (``W qdot``) and ``qdot_i``.
     """
-    from nhfast.symbolic.vakonomic.equations import _check_system, constraint_one_forms
-    from nhfast.vectorfield import LinearSolve, VectorField
-
-    system = _check_system(system)
+    system = check_system(system)
     q = list(system.q)
     n, r = system.dim, system.rank
     X = system.frame
     g = system.metric
     W = constraint_one_forms(system)
     m = W.rows
-    taken = {str(s) for s in (*q, *system.params)}
-    p_hat = _fresh([f"phat_{a}" for a in q], taken)
-    v = _fresh([f"v_{i + 1}" for i in range(r)], taken)
-    lam = _fresh([f"lambda_{i + 1}" for i in range(m)], taken)
+    taken = taken_names(system)
+    p_hat = fresh_symbols([f"phat_{a}" for a in q], taken)
+    v = fresh_symbols([f"v_{i + 1}" for i in range(r)], taken)
+    lam = fresh_symbols([f"lambda_{i + 1}" for i in range(m)], taken)
     K = X.T * g * X
     ph = sp.Matrix(p_hat)
     vv = sp.Matrix(v)

@@ -1,61 +1,52 @@
 """Vakonomic equations of a system with linear constraints, in coordinates and in a frame.
 
-Both forms start from the same :class:`~nhfast.symbolic.systems.NonholonomicSystem` as the
-nonholonomic equations: ``L = 1/2 qdot^T g(q) qdot - U(q)`` and constraint 1-forms
-``Phi_i = W_iA(q) qdot^A`` (rows of ``system.constraint_forms``; when the system was given by a
-frame, the 1-forms are the rows of the inverse of the completed frame that annihilate D).
+Coordinates (Martinez, Cortes & de Leon 2000, eq. (4)): states ``(q, qdot, lambda)``; the saddle
+system in ``(qddot, lambdadot)``::
 
-**Coordinates, seed 003 (4)**, multiplier sign of seed 003 (``calL = L + lambda^i Phi_i``)::
-
-    E_A(L) + lambdadot^i W_iA + lambda^i K_iA = 0,     W_iA qdot^A = 0,
-    E_A(L) = d/dt dL/dqdot^A - dL/dq^A,     K_iA = (d W_iA/dq^B - d W_iB/dq^A) qdot^B.
-
-Differentiating the constraint gives the linear system in ``(qddot, lambdadot)``::
-
-    [ g  W^T ] [ qddot     ]   [ F - K^T lambda              ]
+    [ g  W^T ] [ qddot     ]   [ F - K^T lambda                  ]
     [ W   0  ] [ lambdadot ] = [ -(d W_iA / d q^B) qdot^A qdot^B ]
 
-with ``F_A = -(d_C g_AB - 1/2 d_A g_BC) qdot^B qdot^C - d_A U``.  Its determinant is
-``det g * det(-W g^{-1} W^T)`` (seed 003 (13): ``D = W g^{-1} W^T`` invertible), so it is solved
-symbolically for small systems and otherwise recorded as a :class:`~nhfast.vectorfield.LinearSolve`
-(LU), never as a symbolic inverse.  The nonholonomic (Lagrange-d'Alembert) equations are the same
-system with ``-W^T lambda`` in the first row and no ``K`` term (seed 002 Section 2:
-``E_A(L) = lambda_b W_bA``); they are offered for side-by-side comparisons.
+is solved symbolically for small systems, else recorded as a
+:class:`~nhfast.vectorfield.LinearSolve` (its determinant is ``det g det(-W g^-1 W^T)``).  The
+nonholonomic equations are the same system with ``-W^T lambda`` and no ``K`` term.
 
-**Frame, seeds 001 [S4-3] / 002 (4.2)**, multiplier sign of seed 002 (``L - mu_a v^a``): with an
-adapted frame ``X = (X_alpha | X_a)`` (``X_alpha`` spanning D), quasi-velocities ``v = X^{-1}
-qdot``, ``[X_i, X_j] = R^k_ij X_k`` and the frame metric ``gf_ij = g(X_i, X_j)``, on ``C =
-{v^a = 0}``::
+Adapted frame (Crampin & Mestdag 2010, Section 4; Mestdag & Crampin 2010, eq. (4.2)): states
+``(q, v_alpha, mu_a)`` on ``C = {v^a = 0}``, with ``[X_i, X_j] = R^k_ij X_k`` and
+``gf_ij = g(X_i, X_j)``::
 
-    gf_ab vdot^b + h_a   = mu_b R^b_{alpha beta} v^beta            (alpha rows, b, beta in D)
+    gf_ab vdot^b + h_a   = mu_b R^b_{alpha beta} v^beta
     mudot_a = gf_{a beta} vdot^beta + h_a - mu_b R^b_{a alpha} v^alpha
     h_i = (X_k(gf_ij) - 1/2 X_i(gf_jk)) v^j v^k + R^l_ik gf_lj v^j v^k + X_i(U)
 
-(``Gamma(X_i^V L) - X_i^C L = gf_ij vdot^j + h_i``, digest A.2.4).  Since ``-mu_a theta^a =
-lambda^i W_i`` for the coframe ``theta^a`` of the completion, the two multipliers are related by
-``lambda = -Lambda^T mu`` where ``theta^a = Lambda^a_i W_i``.
+Multiplier signs: see :mod:`nhfast.symbolic.vakonomic._forms` (the one convention).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import sympy as sp
 
+from nhfast._validate import params_rows
 from nhfast.symbolic import frames as _fr
-from nhfast.symbolic._util import Simplifier, as_matrix, generic_rank, is_zero, simplifier
+from nhfast.symbolic._util import Simplifier, fresh_symbols, simplifier
 from nhfast.symbolic.equations import EquationsOfMotion
+from nhfast.symbolic.vakonomic._forms import (
+    check_system,
+    coframe_in_forms,
+    completed_frame,
+    constraint_one_forms,
+    forces,
+    frame_to_coordinate_multipliers,
+    taken_names,
+    velocity_symbols,
+)
 from nhfast.vectorfield import LinearSolve
 
 __all__ = [
     "SolveMode",
-    "constraint_one_forms",
-    "is_integrable",
-    "velocity_symbols",
-    "multiplier_symbols",
     "vakonomic_equations",
     "nonholonomic_coordinate_equations",
     "FrameVakonomicEquations",
@@ -67,125 +58,16 @@ SolveMode = Literal["auto", "symbolic", "linear"]
 SMALL = 6
 
 
-def _check_system(system: Any) -> Any:
-    from nhfast.symbolic.systems import NonholonomicSystem
-
-    if not isinstance(system, NonholonomicSystem):
-        raise TypeError(f"system must be a NonholonomicSystem, got {type(system).__name__}")
-    if system.rank >= system.dim:
-        raise ValueError(
-            "system has no constraints (D = TQ): vakonomic and free motions coincide; "
-            "give constraints or a frame of rank < dim"
-        )
-    return system
-
-
-def _fresh(names: Sequence[str], taken: set[str]) -> list[sp.Symbol]:
-    out = []
-    for nm in names:
-        cand = nm
-        while cand in taken:
-            cand = cand + "_"
-        taken.add(cand)
-        out.append(sp.Symbol(cand, real=True))
-    return out
-
-
-def _taken(system: Any) -> set[str]:
-    return {str(s) for s in (*system.q, *system.params)}
-
-
-def velocity_symbols(system: Any) -> list[sp.Symbol]:
-    """Symbols ``<q>_dot`` for the velocities (fresh names, real)."""
-    return _fresh([f"{a}_dot" for a in system.q], _taken(system))
-
-
-def multiplier_symbols(system: Any, m: int, prefix: str = "lambda") -> list[sp.Symbol]:
-    """Symbols ``<prefix>_1..<prefix>_m`` for the multipliers (fresh names, real)."""
-    return _fresh([f"{prefix}_{i + 1}" for i in range(m)], _taken(system))
-
-
-def constraint_one_forms(system: Any, complement: Any = None) -> sp.Matrix:
-    """Constraint 1-forms ``W`` (``m x n``, ``D = ker W``) of a nonholonomic system.
-
-    Parameters
-    ----------
-    system : NonholonomicSystem
-    complement : sympy.Matrix, optional
-        Used only when the system has no ``constraint_forms``: ``n x m`` fields completing the
-        frame of D (default: ``system.completed_frame()``).  The 1-forms are then the last
-        ``m`` rows of the inverse of the completed frame (the coframe ``theta^a``).
-
-    Returns
-    -------
-    sympy.Matrix
-    """
-    system = _check_system(system)
-    if system.constraint_forms is not None:
-        return system.constraint_forms
-    full = _full_frame(system, complement)
-    r = system.rank
-    inv = full.LUsolve(sp.eye(system.dim))
-    return inv[r:, :].applyfunc(sp.simplify)
-
-
-def _full_frame(system: Any, complement: Any) -> sp.Matrix:
-    if complement is None:
-        return system.completed_frame()
-    comp = as_matrix(complement, "complement")
-    if comp.shape != (system.dim, system.dim - system.rank):
-        raise ValueError(
-            f"complement must be {system.dim} x {system.dim - system.rank} "
-            f"(fields completing the frame of D), got {comp.shape}"
-        )
-    full = sp.Matrix.hstack(system.frame, comp)
-    if generic_rank(full, system.q + system.params) < system.dim:
-        raise ValueError("complement: frame of D and complement are not independent")
-    return full
-
-
-def is_integrable(system: Any, simplify: Simplifier = True) -> bool:
-    """True when D is involutive (``[D, D] in D``), i.e. the constraints are holonomic.
-
-    Then every ``R^a_{alpha beta}`` vanishes, the multiplier terms drop out of the
-    vakonomic equations for the motion in ``q`` (seed 001 [S4-3]), and nonholonomic and
-    vakonomic motions coincide for every choice of initial multipliers.
-    """
-    system = _check_system(system)
-    w = constraint_one_forms(system)
-    simp = simplifier(simplify)
-    for col in _fr.frame_brackets(system.frame, system.q).values():
-        for e in w * col:
-            if not is_zero(simp(e)):
-                return False
-    return True
-
-
 def _use_symbolic(solve: str, size: int) -> bool:
     if solve not in ("auto", "symbolic", "linear"):
         raise ValueError(f"solve must be 'auto', 'symbolic' or 'linear', got {solve!r}")
     return solve == "symbolic" or (solve == "auto" and size <= SMALL)
 
 
-def _forces(g: sp.Matrix, U: sp.Expr, q: list, qd: list) -> list[sp.Expr]:
-    """``F_A = -(d_C g_AB - 1/2 d_A g_BC) qdot^B qdot^C - d_A U``."""
-    n = len(q)
-    out = []
-    for A in range(n):
-        f = -sp.diff(U, q[A])
-        for B in range(n):
-            for C in range(n):
-                c = sp.diff(g[A, B], q[C]) - sp.Rational(1, 2) * sp.diff(g[B, C], q[A])
-                if c != 0:
-                    f -= c * qd[B] * qd[C]
-        out.append(f)
-    return out
-
-
 def _coordinate_equations(
     system: Any, vakonomic: bool, solve: SolveMode, simplify: Simplifier, kind: str
 ) -> EquationsOfMotion:
-    system = _check_system(system)
+    system = check_system(system)
     simp = simplifier(system._simp(simplify) if simplify == "default" else simplify)
     q = list(system.q)
     n = len(q)
@@ -194,10 +76,10 @@ def _coordinate_equations(
     g = system.metric
     U = system.potential
     qd = velocity_symbols(system)
-    taken = _taken(system) | {str(s) for s in qd}
-    lam = _fresh([f"lambda_{i + 1}" for i in range(m)], taken)
-    qdd = _fresh([f"{a}_ddot" for a in q], taken)
-    F = _forces(g, U, q, qd)
+    taken = taken_names(system) | {str(s) for s in qd}
+    lam = fresh_symbols([f"lambda_{i + 1}" for i in range(m)], taken)
+    qdd = fresh_symbols([f"{a}_ddot" for a in q], taken)
+    F = forces(g, U, q, qd)
     # tangency: (d W_iA / d q^B) qdot^A qdot^B
     tang = [
         sum((sp.diff(w[i, A], q[B]) * qd[A] * qd[B] for A in range(n) for B in range(n)), 0)
@@ -217,7 +99,7 @@ def _coordinate_equations(
             )
             rows.append(F[A] - kt)
         mat = sp.Matrix(sp.BlockMatrix([[g, w.T], [w, sp.zeros(m, m)]]))
-        lamd = _fresh([f"lambda_{i + 1}_dot" for i in range(m)], taken)
+        lamd = fresh_symbols([f"lambda_{i + 1}_dot" for i in range(m)], taken)
         unknowns = [*qdd, *lamd]
     else:
         rows = list(F)
@@ -258,7 +140,7 @@ def _coordinate_equations(
 def vakonomic_equations(
     system: Any, solve: SolveMode = "auto", simplify: Simplifier | str = "default"
 ) -> EquationsOfMotion:
-    """Vakonomic equations in coordinates with the multipliers as states (seed 003 (4)).
+    """Vakonomic equations in coordinates, multipliers as states (Martinez et al. 2000, (4)).
 
     Parameters
     ----------
@@ -275,22 +157,24 @@ def vakonomic_equations(
     Returns
     -------
     EquationsOfMotion
-        States ``(q, qdot, lambda)`` (names ``<q>_dot``, ``lambda_i``; seed 003's sign,
-        ``calL = L + lambda^i Phi_i``); energy ``1/2 qdot g qdot + U``; observables
-        ``constraint_i = W_i qdot``.  On ``{W qdot = 0}`` (the final constraint submanifold
-        ``P_2`` of seed 003) every multiplier value is admissible initial data.
+        States ``(q, qdot, lambda)`` (names ``<q>_dot``, ``lambda_i``; the coordinate
+        multipliers of ``_forms``, ``calL = L + lambda^i Phi_i``); energy
+        ``1/2 qdot g qdot + U``; observables ``constraint_i = W_i qdot``.  On
+        ``{W qdot = 0}`` (the final constraint submanifold ``P_2``) every multiplier value is
+        admissible initial data.
     """
-    return _coordinate_equations(system, True, solve, simplify, "vakonomic (seed 003 (4))")
+    kind = "vakonomic (coordinates, Martinez-Cortes-de Leon (4))"
+    return _coordinate_equations(system, True, solve, simplify, kind)
 
 
 def nonholonomic_coordinate_equations(
     system: Any, solve: SolveMode = "auto", simplify: Simplifier | str = "default"
 ) -> EquationsOfMotion:
-    """Lagrange-d'Alembert equations in ``(q, qdot)``, multipliers eliminated (seed 002 Section 2).
+    """Lagrange-d'Alembert equations in ``(q, qdot)``, multipliers eliminated.
 
     ``E_A(L) = lambda_b W_bA`` with ``W qdot = 0``; the reaction multipliers are the
-    observables ``reaction_b`` (seed 002's sign).  Same conventions and ``solve`` modes as
-    :func:`vakonomic_equations`; needs no frame, so it has no chart singularities.
+    observables ``reaction_b`` (reaction sign of ``_forms``).  Same conventions and ``solve``
+    modes as :func:`vakonomic_equations`; needs no frame, so it has no chart singularities.
 
     Returns
     -------
@@ -304,12 +188,13 @@ def nonholonomic_coordinate_equations(
 
 @dataclass
 class FrameVakonomicEquations:
-    """Vakonomic equations in an adapted frame (seeds 001/002), with the conversion maps.
+    """Vakonomic equations in an adapted frame (Crampin & Mestdag 2010), with the conversion maps.
 
     Attributes
     ----------
     equations : EquationsOfMotion
-        States ``(q, v_alpha, mu_a)`` (names ``v_1..v_r``, ``mu_1..mu_m``; seed 002's sign).
+        States ``(q, v_alpha, mu_a)`` (names ``v_1..v_r``, ``mu_1..mu_m``; the frame
+        multipliers of ``_forms``).
     full_frame : sympy.Matrix
         ``n x n``: the frame of D followed by the completion.
     R : sympy.NDimArray
@@ -317,7 +202,7 @@ class FrameVakonomicEquations:
     frame_metric : sympy.Matrix
         ``gf_ij = g(X_i, X_j)``.
     Lambda : sympy.Matrix
-        ``m x m`` with ``theta^a = Lambda^a_i W_i``; coordinate multipliers (seed 003 sign)
+        ``m x m`` with ``theta^a = Lambda^a_i W_i``; coordinate multipliers
         ``lambda = -Lambda^T mu``.
     one_forms : sympy.Matrix
         The coordinate 1-forms ``W`` that ``lambda`` refers to.
@@ -340,16 +225,11 @@ class FrameVakonomicEquations:
 
     def _num(self, expr: sp.Matrix, q: np.ndarray, params: Any) -> np.ndarray:
         f = sp.lambdify([*self.q, *self.params], expr, modules="numpy")
-        par = [] if params is None else list(np.atleast_1d(np.asarray(params, dtype=float)))
-        if len(par) != len(self.params):
-            raise ValueError(
-                f"params must hold {len(self.params)} values "
-                f"({', '.join(map(str, self.params))}), got {len(par)}"
-            )
+        par = params_rows(params, self.params, 1)[0]
         return np.asarray(f(*q, *par), dtype=float)
 
     def from_coordinates(self, q: Any, qdot: Any, lam: Any, params: Any = None) -> np.ndarray:
-        """State ``(q, v_alpha, mu)`` of this form from ``(q, qdot, lambda)`` (seed 003 sign).
+        """State ``(q, v_alpha, mu)`` of this form from ``(q, qdot, lambda)``.
 
         Raises
         ------
@@ -371,20 +251,20 @@ class FrameVakonomicEquations:
         if np.max(np.abs(v[r:]), initial=0.0) > 1e-9 * (1 + np.max(np.abs(qdot))):
             raise ValueError(f"qdot is not in D: transverse quasi-velocities {v[r:]}")
         Lam = self._num(self.Lambda, q, params)
-        mu = np.linalg.solve(-Lam.T, lam)
+        mu = np.linalg.solve(-Lam.T, lam)  # inverse of frame_to_coordinate_multipliers
         return np.concatenate([q, v[:r], mu])
 
     def to_coordinates(
         self, state: Any, params: Any = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(q, qdot, lambda)`` (seed 003 sign) from a state ``(q, v_alpha, mu)``."""
+        """``(q, qdot, lambda)`` from a state ``(q, v_alpha, mu)``."""
         state = np.asarray(state, dtype=float)
         n, m = self.full_frame.rows, self.Lambda.rows
         r = n - m
         q, v, mu = state[:n], state[n : n + r], state[n + r :]
         X = self._num(self.full_frame, q, params)
         Lam = self._num(self.Lambda, q, params)
-        return q, X[:, :r] @ v, -Lam.T @ mu
+        return q, X[:, :r] @ v, frame_to_coordinate_multipliers(Lam, mu)
 
 
 def vakonomic_frame_equations(
@@ -393,7 +273,7 @@ def vakonomic_frame_equations(
     solve: SolveMode = "auto",
     simplify: Simplifier | str = "default",
 ) -> FrameVakonomicEquations:
-    """Vakonomic equations in an adapted anholonomic frame (seed 001 [S4-3], seed 002 (4.2)).
+    """Vakonomic equations in an adapted anholonomic frame (Mestdag & Crampin 2010, (4.2)).
 
     Parameters
     ----------
@@ -412,18 +292,18 @@ def vakonomic_frame_equations(
     FrameVakonomicEquations
         States ``(q, v_1..v_r, mu_1..mu_m)``; energy ``1/2 gf_{alpha beta} v v + U``.
     """
-    system = _check_system(system)
+    system = check_system(system)
     simp = simplifier(system._simp(simplify) if simplify == "default" else simplify)
     q = list(system.q)
     n, r = system.dim, system.rank
     m = n - r
-    full = _full_frame(system, complement)
+    full = completed_frame(system, complement)
     R = _fr.anholonomity(full, q, simplify=simp)
     gf = (full.T * system.metric * full).applyfunc(simp)
     U = system.potential
-    taken = _taken(system)
-    v = _fresh([f"v_{i + 1}" for i in range(r)], taken)
-    mu = _fresh([f"mu_{a + 1}" for a in range(m)], taken)
+    taken = taken_names(system)
+    v = fresh_symbols([f"v_{i + 1}" for i in range(r)], taken)
+    mu = fresh_symbols([f"mu_{a + 1}" for a in range(m)], taken)
 
     def along(k: int, f: sp.Expr) -> sp.Expr:  # X_k(f)
         return sum((full[A, k] * sp.diff(f, q[A]) for A in range(n)), sp.Integer(0))
@@ -451,7 +331,7 @@ def vakonomic_frame_equations(
     if _use_symbolic(solve, r):
         vdot = [simp(e) for e in gaa.LUsolve(sp.Matrix(rhs_a))]
     else:
-        vdot_syms = _fresh([f"v_{i + 1}_dot" for i in range(r)], taken)
+        vdot_syms = fresh_symbols([f"v_{i + 1}_dot" for i in range(r)], taken)
         solves.append(LinearSolve(unknowns=vdot_syms, matrix=gaa, rhs=rhs_a, spd=True))
         vdot = list(vdot_syms)
     mudot = []
@@ -467,17 +347,14 @@ def vakonomic_frame_equations(
         sum((gf[i, j] * v[i] * v[j] for i in range(r) for j in range(r)), sp.Integer(0)) / 2 + U
     )
     w = constraint_one_forms(system, complement)
-    inv = full.LUsolve(sp.eye(n))
-    theta = inv[r:, :]
-    # theta = Lambda W  ->  Lambda = theta W^T (W W^T)^{-1}
-    Lam = (theta * w.T * (w * w.T).inv()).applyfunc(sp.simplify)
+    Lam = coframe_in_forms(full, w, r)
     eqs = EquationsOfMotion(
         states=[*q, *v, *mu],
         rhs=[*qdot, *vdot, *mudot],
         params=list(system.params),
         energy=energy,
         solves=solves,
-        kind="vakonomic (adapted frame, seed 001/002)",
+        kind="vakonomic (adapted frame, Crampin-Mestdag)",
     )
     return FrameVakonomicEquations(
         equations=eqs,

@@ -1,4 +1,4 @@
-"""Seed 003's constraint algorithm and the vakonomic bracket (nhfast.symbolic.vakonomic.constraint_algorithm).
+"""Constraint algorithm and vakonomic bracket (nhfast.symbolic.vakonomic.constraint_algorithm).
 
 Oracles: digest seed002_003.md B.2.4-B.2.6, Example VII.4 (V1, V10-V14), Example VIII.6
 (P9-P13), test system T3 (N != 0) with the exact values of the true bracket and of the literal
@@ -13,32 +13,32 @@ import functools
 import pytest
 import sympy as sp
 
+from nhfast.errors import ConstraintAlgorithmError
 from nhfast.symbolic._util import is_zero
 from nhfast.symbolic.systems import NonholonomicSystem
-from nhfast.symbolic.vakonomic.constraint_algorithm import (
-    ConstraintAlgorithmError,
+from nhfast.symbolic.vakonomic import (
     dirac_bergmann,
     poisson_bracket,
+    vakonomic_equations,
     vakonomic_hamiltonian,
 )
-from nhfast.symbolic.vakonomic.equations import vakonomic_equations
-from nhfast.systems.examples import holonomic_particle
-from nhfast.systems.rolling_disk import (
-    rolling_disk_seed002,
-    rolling_disk_seed003,
-    vakonomic_particle_seed003,
+from nhfast.systems import (
+    contact_particle,
+    holonomic_particle,
+    rolling_disk_phi_heading,
+    rolling_disk_theta_heading,
 )
 
 
 @functools.cache
 def disk():  # noqa: ANN201
-    S = rolling_disk_seed003()
+    S = rolling_disk_theta_heading()
     return S, vakonomic_hamiltonian(S)
 
 
 @functools.cache
 def particle(basis: str):  # noqa: ANN201
-    S = vakonomic_particle_seed003(basis)
+    S = contact_particle(basis)
     return S, vakonomic_hamiltonian(S)
 
 
@@ -237,7 +237,7 @@ def test_particle_charts_agree_P9_P10_P11_P13() -> None:
 
 def test_seed002_disk_through_the_algorithm() -> None:
     """Seed 002's disk (heading phi, mass M) also stops at step 2; D = W g^-1 W^T."""
-    S = rolling_disk_seed002()
+    S = rolling_disk_phi_heading()
     vh = vakonomic_hamiltonian(S)
     M, I, J, R = S.params  # noqa: E741
     phi = S.q[2]
@@ -287,7 +287,7 @@ def test_engine_errors() -> None:
     with pytest.raises(ConstraintAlgorithmError, match="singular"):
         dirac_bergmann(lam * px, [x, lam], [px, pl], [pl], solve_for=[pl, lam])
     with pytest.raises(ConstraintAlgorithmError, match="did not stop"):
-        vakonomic_hamiltonian(vakonomic_particle_seed003(), max_steps=1)
+        vakonomic_hamiltonian(contact_particle(), max_steps=1)
     with pytest.raises(ValueError, match="primary must hold"):
         dirac_bergmann(px, [x], [px], [])
     with pytest.raises(ValueError, match="max_steps must be a positive integer"):
@@ -296,7 +296,7 @@ def test_engine_errors() -> None:
 
 def test_singular_D_raises() -> None:
     """A rank-deficient constraint basis makes D = W g^-1 W^T singular: refused."""
-    S = vakonomic_particle_seed003()
+    S = contact_particle()
     x, y, z = S.q
     S.constraint_forms = sp.Matrix([[-y, 0, 1], [-2 * y, 0, 2]])  # same 1-form twice
     with pytest.raises(ConstraintAlgorithmError, match="D = W g\\^-1 W\\^T .* singular"):

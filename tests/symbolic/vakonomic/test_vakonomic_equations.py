@@ -1,4 +1,4 @@
-"""Vakonomic equations (nhfast.symbolic.vakonomic.equations) against the seeds and independent routes.
+"""Vakonomic equations (nhfast.symbolic.vakonomic.equations) against the papers and other routes.
 
 Oracles: seed 003 (14)/(15) and Example VII.4 (V3, V4), seed 002 O1/O13 (digest seed002_003.md),
 the Euler-Lagrange equations of the extended Lagrangian ``L + lambda W qdot`` differentiated
@@ -15,18 +15,19 @@ import sympy as sp
 
 from nhfast.symbolic._util import is_zero
 from nhfast.symbolic.systems import NonholonomicSystem
-from nhfast.symbolic.vakonomic.equations import (
+from nhfast.symbolic.vakonomic import (
     constraint_one_forms,
     is_integrable,
     nonholonomic_coordinate_equations,
     vakonomic_equations,
     vakonomic_frame_equations,
 )
-from nhfast.systems.examples import holonomic_particle, nonholonomic_particle
-from nhfast.systems.rolling_disk import (
-    rolling_disk_seed002,
-    rolling_disk_seed003,
-    vakonomic_particle_seed003,
+from nhfast.systems import (
+    contact_particle,
+    holonomic_particle,
+    nonholonomic_particle,
+    rolling_disk_phi_heading,
+    rolling_disk_theta_heading,
 )
 
 
@@ -50,10 +51,10 @@ def _vak(name: str, solve: str = "auto"):  # noqa: ANN202
 
 
 _SYSTEMS = {
-    "disk003": functools.cache(rolling_disk_seed003),
-    "disk002": functools.cache(rolling_disk_seed002),
+    "disk003": functools.cache(rolling_disk_theta_heading),
+    "disk002": functools.cache(rolling_disk_phi_heading),
     "t3": t3_system,
-    "particle_x": functools.cache(lambda: vakonomic_particle_seed003("x")),
+    "particle_x": functools.cache(lambda: contact_particle("x")),
 }
 
 
@@ -77,7 +78,7 @@ def _on_P2(S: NonholonomicSystem, qd: list, seed: int, extra: list) -> dict:
 # --------------------------------------------------------------------- seed 003 disk ----
 def test_disk003_rates_match_seed_003_V3_V4() -> None:
     """(14)/(15) on the disk: B_lambda = R thd phd + mu thd, B_mu = a lambda thd, C as V4."""
-    S = rolling_disk_seed003()
+    S = rolling_disk_theta_heading()
     eq = _vak("disk003")
     x, y, th, ph, xd, yd, thd, phd, lam, mu = eq.states
     I1, I2, R = S.params
@@ -103,7 +104,7 @@ def test_disk003_special_multipliers_give_nonholonomic_field() -> None:
     """V7: lambda = 0, mu = -R phidot ((A, B) = (0, 0)) gives the NH accelerations."""
     eq = _vak("disk003")
     x, y, th, ph, xd, yd, thd, phd, lam, mu = eq.states
-    R = rolling_disk_seed003().params[2]
+    R = rolling_disk_theta_heading().params[2]
     sub = {xd: R * sp.cos(th) * phd, yd: R * sp.sin(th) * phd, lam: 0, mu: -R * phd}
     got = [e.subs(sub) for e in eq.rhs[4:8]]
     nh = [-R * phd * thd * sp.sin(th), R * phd * thd * sp.cos(th), 0, 0]
@@ -163,7 +164,7 @@ def test_linear_solve_mode_agrees_with_symbolic() -> None:
 def test_disk002_frame_form_matches_O13() -> None:
     """Seed 002 O13: phi'' = R thd (-mu1 sin + mu2 cos) / J and
     theta'' = R phd (mu1 sin - mu2 cos) / (I + M R^2)."""
-    S = rolling_disk_seed002()
+    S = rolling_disk_phi_heading()
     fe = vakonomic_frame_equations(S)
     x, y, phi, th, v1, v2, mu1, mu2 = fe.equations.states
     M, I, J, R = S.params  # noqa: E741
@@ -221,7 +222,7 @@ def test_frame_form_equals_coordinate_form(name: str) -> None:
 # --------------------------------------------------------------- NH baseline, flags ----
 def test_nonholonomic_coordinate_equations_disk002_O1() -> None:
     """O1: theta'' = phi'' = 0 and reactions lambda_1 = -M R sin(phi) thd phd, lambda_2 = +cos."""
-    S = rolling_disk_seed002()
+    S = rolling_disk_phi_heading()
     eq = nonholonomic_coordinate_equations(S)
     x, y, phi, th, xd, yd, phd, thd = eq.states
     M, I, J, R = S.params  # noqa: E741
@@ -235,7 +236,7 @@ def test_nonholonomic_coordinate_equations_disk002_O1() -> None:
 def test_integrability_flag() -> None:
     assert is_integrable(holonomic_particle())
     assert not is_integrable(nonholonomic_particle())
-    assert not is_integrable(rolling_disk_seed002())
+    assert not is_integrable(rolling_disk_phi_heading())
 
 
 def test_one_forms_from_a_frame_annihilate_it() -> None:
@@ -255,10 +256,10 @@ def test_bad_input() -> None:
     with pytest.raises(TypeError, match="system must be a NonholonomicSystem"):
         vakonomic_equations("disk")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="solve must be"):
-        vakonomic_equations(rolling_disk_seed003(), solve="fast")  # type: ignore[arg-type]
+        vakonomic_equations(rolling_disk_theta_heading(), solve="fast")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="complement must be 4 x 2"):
-        vakonomic_frame_equations(rolling_disk_seed003(), complement=sp.eye(4))
-    S = rolling_disk_seed003()
+        vakonomic_frame_equations(rolling_disk_theta_heading(), complement=sp.eye(4))
+    S = rolling_disk_theta_heading()
     with pytest.raises(ValueError, match="complement: frame of D and complement"):
         vakonomic_frame_equations(S, complement=S.frame)
     fe = vakonomic_frame_equations(S)
