@@ -7,7 +7,7 @@ from typing import Any
 
 import sympy as sp
 
-from nhfast.symbolic._util import matrix_is_zero
+from nhfast.symbolic._util import generic_rank, matrix_is_zero
 from nhfast.symbolic.systems import NonholonomicSystem
 
 __all__ = ["Potential", "potential_expr", "with_frame"]
@@ -44,10 +44,13 @@ def with_frame(system: NonholonomicSystem, frame: sp.Matrix) -> NonholonomicSyst
     Raises
     ------
     ValueError
-        If the columns of ``frame`` are not annihilated by the constraint 1-forms.
+        If the columns of ``frame`` are not annihilated by the constraint 1-forms, or are not
+        independent at generic points.
     """
     w = system.constraint_forms
     if w is None or not matrix_is_zero(w * frame):
         raise ValueError("frame: its columns are not annihilated by the constraint 1-forms")
+    if generic_rank(frame, system.q + system.params) < system.rank:
+        raise ValueError("frame: columns are not independent at generic points")
     system.frame = frame
     return system
