@@ -1,3 +1,5 @@
+"""``python -m nhfast``: the ``nhfast`` command."""
+
 import sys
 
 from nhfast.cli import main

@@ -14,19 +14,21 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import subprocess
 import sys
 import sysconfig
 import threading
+import time
 import uuid
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from nhfast._abi import ABI_VERSION, INFO_LEN
+from nhfast._abi import ABI_VERSION, INCLUDE_DIR, INFO, INFO_LEN
 from nhfast.errors import BackendWarning, CompilationError
 
 _LIB_EXT = ".dll" if sys.platform == "win32" else ".dylib" if sys.platform == "darwin" else ".so"
@@ -134,13 +136,25 @@ class LoadedLibrary:
         return ctypes.cast(getattr(self.lib, symbol), ctypes.c_void_p).value or 0
 
 
+def headers() -> dict[str, bytes]:
+    """The shipped headers generated kernels may include (file name -> bytes)."""
+    return {p.name: p.read_bytes() for p in sorted(INCLUDE_DIR.glob("*.h"))}
+
+
 def cache_key(source: str) -> tuple[str, list[str]]:
-    """Content hash of everything that determines the library, and the compile command."""
+    """Content hash of everything that determines the library, and the compile command.
+
+    The key covers the source, the bytes of the shipped headers (``nh_abi.h``, ``linalg.h``),
+    the compiler and its flags, and the CPU for ``-march=native``; not the headers' location.
+    """
     cc = compiler_command()
     if cc is None:
         raise CompilationError(["cc"], "no C compiler found (set CC)")
     flags = compile_flags()
     h = hashlib.sha256()
+    for name, text in headers().items():
+        h.update(f"{name}\0".encode())
+        h.update(hashlib.sha256(text).digest())
     for part in (
         source,
         f"abi={ABI_VERSION}",
@@ -152,7 +166,7 @@ def cache_key(source: str) -> tuple[str, list[str]]:
     ):
         h.update(part.encode())
         h.update(b"\0")
-    return h.hexdigest(), [*cc, *flags]
+    return h.hexdigest(), [*cc, *flags, f"-I{INCLUDE_DIR}"]
 
 
 def _sha256(path: Path) -> str:
@@ -205,8 +219,8 @@ def _load(key: str, entry: Path) -> LoadedLibrary:
     fn.restype = ctypes.POINTER(ctypes.c_int64)
     ptr = fn()
     info = tuple(int(ptr[i]) for i in range(INFO_LEN))
-    if info[0] != ABI_VERSION:
-        raise CompilationError([str(entry)], f"kernel ABI {info[0]} != {ABI_VERSION}")
+    if info[INFO["abi"]] != ABI_VERSION:
+        raise CompilationError([str(entry)], f"kernel ABI {info[INFO['abi']]} != {ABI_VERSION}")
     return LoadedLibrary(key=key, path=entry, lib=lib, info=info)
 
 
@@ -258,3 +272,154 @@ def clear_memory_cache() -> None:
     """Forget the libraries loaded in this process (they stay mapped); for tests."""
     with _lock:
         _loaded.clear()
+
+
+# ---------------------------------------------------------------------------------------------
+# Housekeeping: what the cache holds, and clearing it
+# ---------------------------------------------------------------------------------------------
+
+#: Age in seconds after which a ``.tmp-*`` build directory counts as abandoned: the compiler
+#: call itself times out after one hour, so no live build leaves its directory that long.
+STALE_BUILD_AGE = 3600.0
+#: Names of cache entries: published ``k<hash>`` and quarantined ``k<hash>.corrupt-<tag>``.
+_ENTRY_NAME = re.compile(r"k[0-9a-f]+(\.corrupt-[0-9a-f]+)?")
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """What the kernel cache holds (:func:`cache_info`).
+
+    Attributes
+    ----------
+    path : Path
+        The cache directory (:func:`cache_dir`).
+    entries : int
+        Cache entries, published and quarantined.
+    size : int
+        Bytes in the entries.
+    builds : int
+        ``.tmp-*`` build directories: builds under way, or left by killed ones.
+    stale_builds : int
+        Those older than ``STALE_BUILD_AGE``, which :func:`clear_cache` removes.
+    is_directory : bool
+        False when ``path`` exists but is not a directory (nothing can be cached there).
+    """
+
+    path: Path
+    entries: int
+    size: int
+    builds: int
+    stale_builds: int
+    is_directory: bool
+
+
+@dataclass(frozen=True)
+class ClearedCache:
+    """What :func:`clear_cache` removed, and what it could not.
+
+    Attributes
+    ----------
+    path : Path
+        The cache directory.
+    removed : int
+        Entries that are gone.
+    stale_builds_removed : int
+        Abandoned build directories that are gone.
+    failed : tuple of (Path, str)
+        What is still there, with the reason.
+    """
+
+    path: Path
+    removed: int
+    stale_builds_removed: int
+    failed: tuple[tuple[Path, str], ...]
+
+
+def _scan(root: Path) -> tuple[list[Path], list[Path]]:
+    """(entries, build directories) in ``root``; none if it is absent or not a directory."""
+    try:
+        children = sorted(root.iterdir())
+    except OSError:
+        return [], []
+    entries = [p for p in children if _ENTRY_NAME.fullmatch(p.name)]
+    builds = [p for p in children if p.name.startswith(".tmp-") and p.is_dir()]
+    return entries, builds
+
+
+def _size(path: Path) -> int:
+    """Bytes of a file, or of the files under a directory (what vanishes meanwhile: 0)."""
+    try:
+        if path.is_symlink() or not path.is_dir():
+            return path.lstat().st_size
+        return sum(_size(p) for p in path.iterdir())
+    except OSError:
+        return 0
+
+
+def _is_stale(path: Path, now: float) -> bool:
+    try:
+        return now - path.stat().st_mtime > STALE_BUILD_AGE
+    except OSError:
+        return False
+
+
+def _remove(path: Path) -> str | None:
+    """Remove a file or a directory tree: None once it is gone, else the reason it is not."""
+    try:
+        if path.is_symlink() or not path.is_dir():
+            path.unlink()
+        else:
+            shutil.rmtree(path)
+    except OSError as exc:
+        if os.path.lexists(path):
+            return f"{type(exc).__name__}: {exc.strerror or exc}"
+    return None
+
+
+def cache_info() -> CacheInfo:
+    """What the kernel cache holds: entries, their size, build directories.
+
+    Returns
+    -------
+    CacheInfo
+    """
+    root = cache_dir()
+    entries, builds = _scan(root)
+    now = time.time()
+    return CacheInfo(
+        path=root,
+        entries=len(entries),
+        size=sum(_size(e) for e in entries),
+        builds=len(builds),
+        stale_builds=sum(_is_stale(b, now) for b in builds),
+        is_directory=root.is_dir() or not root.exists(),
+    )
+
+
+def clear_cache() -> ClearedCache:
+    """Remove every cache entry and the build directories older than ``STALE_BUILD_AGE``.
+
+    Younger build directories may belong to a build under way in another process and are
+    left alone. Libraries loaded by running processes stay usable (they remain mapped);
+    later runs compile again.
+
+    Returns
+    -------
+    ClearedCache
+        Counts only what is really gone; the rest is listed in ``failed``.
+    """
+    root = cache_dir()
+    with _lock:  # no build of this process publishes an entry meanwhile
+        entries, builds = _scan(root)
+        now = time.time()
+        stale = [b for b in builds if _is_stale(b, now)]
+        failed: list[tuple[Path, str]] = []
+        gone = {"entries": 0, "builds": 0}
+        for kind, paths in (("entries", entries), ("builds", stale)):
+            for p in paths:
+                reason = _remove(p)
+                if reason is None:
+                    gone[kind] += 1
+                else:
+                    failed.append((p, reason))
+    return ClearedCache(root, gone["entries"], gone["builds"], tuple(failed))

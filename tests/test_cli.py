@@ -1,7 +1,8 @@
-"""The ``nhfast`` command: run / check / examples / cache / demo, report files, bad arguments.
+"""The ``nhfast`` command: run / check / examples / cache, report files, bad arguments.
 
 Runs go through ``main(argv)`` in-process (kernel cache from tests/conftest.py), with few lanes
 and short times; one subprocess run checks the console behaviour (exit code 2, no traceback).
+The runner and the checks themselves are tested in tests/experiments/.
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ import json
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from nhfast.cli import main, run_example
-from nhfast.experiments.catalogue import EXAMPLES
+from nhfast.cli import main
+from nhfast.experiments import EXAMPLES
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -78,38 +81,6 @@ def test_run_writes_report_with_every_check(tmp_path, capsys):
     assert any("measure_lebesgue_dx_dy_dp_basic_sigma_0_numerical_hist" in p.name for p in pngs)
 
 
-def test_run_veselova_drift_and_constraints(capsys):
-    report, res = run_example(
-        "veselova", n=3, lanes=8, t_end=1.0, threads=1, checks=("drift",), progress=True
-    )
-    assert "integrating [" in capsys.readouterr().err  # the progress bar, forced on
-    assert [c.name for c in report.checks] == [
-        "energy conservation (energy)",
-        "constraints (gamma_norm = 1, momentum_constraint = 0)",
-    ]
-    assert all(c.holds for c in report.checks)
-    assert report.system["parameters"] == pytest.approx({"a1": 4 / 3, "a2": 5 / 3, "a3": 2.0})
-    g = res.y[:, :, :3]
-    resid = np.abs(np.sum(g**2, axis=2) - 1).max()
-    assert report.checks[1].figures["max |gamma_norm - target|"] == pytest.approx(resid, abs=1e-16)
-    with pytest.raises(ValueError, match="checks: unknown"):
-        run_example("veselova", n=3, checks=("energy",))
-
-
-def test_run_example_matches_direct_integration():
-    """The figures of a run are those of an independent integration of the same states."""
-    import nhfast as nh
-    from nhfast.experiments.catalogue import build_example
-
-    report, res = run_example("particle-a0", lanes=5, t_end=2.0, threads=1, seed=7)
-    inst = build_example("particle-a0")
-    ref = nh.integrate(inst.vector_field, inst.sample(5, 7), np.linspace(0, 2, 201))
-    np.testing.assert_allclose(res.y, ref.y, rtol=0, atol=1e-12)
-    e = ref.observables["energy"]
-    drift = np.max(np.abs(e - e[:, :1]) / np.abs(e[:, :1]))
-    assert report.checks[0].figures["max |dE|/|E0|"] == pytest.approx(drift, rel=0, abs=1e-15)
-
-
 def test_run_fixed_step_method_and_failed_check_exit_code(tmp_path, capsys):
     # rk4 with a coarse step on the particle (potential (x^2 + y^2)/2): the energy error is far
     # above 1e-12, so the energy check FAILs and the exit code is 1
@@ -155,25 +126,6 @@ def test_check_subcommands(tmp_path, capsys, what):
         assert names[-1].startswith("Hamiltonisable by dt = exp(-phi) dtau")
         assert len(names) > 3
     assert all(c["holds"] is True for c in data["checks"]), [c["statement"] for c in data["checks"]]
-
-
-def test_measure_claims_verdict_is_agreement_with_the_claim():
-    """A density that is not invariant PASSes when claimed not invariant and FAILs otherwise."""
-    import sympy as sp
-
-    from nhfast.cli import _measure_checks
-    from nhfast.experiments.catalogue import MeasureClaim, build_example
-
-    inst = build_example("particle")  # a = 1/2: ds dp is not invariant (Theta != 0)
-    x0 = inst.sample(4, 0)
-    inst.measure_claims = [
-        MeasureClaim(sp.Integer(1), False, "L-", "true claim"),
-        MeasureClaim(sp.Integer(1), True, "L+", "false claim"),
-    ]
-    right, wrong = _measure_checks(inst, x0, 1.0, inst.params, 1e-10, 1e-12, 1)
-    assert right.holds is True and "not invariant, as expected (true claim)" in right.statement
-    assert wrong.holds is False and "not invariant, but expected invariant" in wrong.statement
-    assert right.figures["max |defect|"] > 1e3 * right.figures["threshold"]
 
 
 @pytest.mark.parametrize(
@@ -237,11 +189,66 @@ def test_cache_info_and_clear(tmp_path, monkeypatch, capsys):
     assert code == 0 and "removed 1 entries" in out and not entry.exists()
 
 
-def test_demo_still_runs(capsys):
-    argv = ["demo", "--lanes", "8", "--t", "1", "--threads", "1", "--scipy", "0"]
-    code, out, _ = _run(argv, capsys)
+def test_cache_entry_that_is_a_file_stale_builds_and_foreign_files(tmp_path, monkeypatch, capsys):
+    from nhfast import _jit
+
+    monkeypatch.setenv("NHFAST_CACHE_DIR", str(tmp_path))
+    entry = tmp_path / "k0123abcd"
+    entry.mkdir()
+    (entry / "kernel.so").write_bytes(b"x" * 500)
+    (tmp_path / "kfeed.corrupt-1a2b3c4d").write_bytes(b"y" * 300)  # an entry that is a file
+    old, fresh = tmp_path / ".tmp-old-1-aa", tmp_path / ".tmp-new-2-bb"
+    for d in (old, fresh):
+        d.mkdir()
+        (d / "kernel.c").write_text("int x;")
+    hours_ago = time.time() - 2 * 3600
+    os.utime(old, (hours_ago, hours_ago))
+    (tmp_path / "kitten.txt").write_text("not ours")  # not an entry name: left alone
+    info = _jit.cache_info()
+    assert (info.entries, info.size, info.builds, info.stale_builds) == (2, 800, 2, 1)
+    code, out, _ = _run(["cache", "info"], capsys)
+    assert code == 0 and "entries: 2" in out
+    assert "build directories: 2 (1 older than an hour)" in out
+    code, out, _ = _run(["cache", "clear"], capsys)
     assert code == 0
-    assert "Chaplygin sleigh, 8 trajectories" in out and "dop853" in out
+    assert f"removed 2 entries and 1 abandoned build directories from {tmp_path}" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".tmp-new-2-bb", "kitten.txt"]
+    code, out, _ = _run(["cache", "clear"], capsys)
+    assert code == 0 and "removed 0 entries from" in out
+
+
+def test_cache_clear_reports_only_what_it_removed(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from nhfast import _jit
+
+    monkeypatch.setenv("NHFAST_CACHE_DIR", str(tmp_path))
+    for name in ("kaaaa", "kbbbb"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "kernel.so").write_bytes(b"x")
+    real_rmtree = shutil.rmtree
+
+    def rmtree(path, *args, **kwargs):
+        if Path(path).name == "kbbbb":
+            raise PermissionError(13, "Permission denied", str(path))
+        real_rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(_jit.shutil, "rmtree", rmtree)
+    code, out, err = _run(["cache", "clear"], capsys)
+    assert code == 1
+    assert "removed 1 entries from" in out
+    assert f"cannot remove {tmp_path / 'kbbbb'}: PermissionError: Permission denied" in err
+    assert [p.name for p in tmp_path.iterdir()] == ["kbbbb"]
+
+
+def test_cache_dir_that_is_a_file(tmp_path, monkeypatch, capsys):
+    f = tmp_path / "cache"
+    f.write_text("")
+    monkeypatch.setenv("NHFAST_CACHE_DIR", str(f))
+    code, out, _ = _run(["cache", "info"], capsys)
+    assert code == 0 and "(not a directory" in out and "entries: 0" in out
+    code, out, _ = _run(["cache", "clear"], capsys)
+    assert code == 0 and "removed 0 entries" in out and f.is_file()
 
 
 def test_check_hamiltonisation_not_phi_simple_agrees_with_the_seed(tmp_path, capsys):
@@ -272,24 +279,3 @@ def test_run_that_cannot_finish_exits_1_with_one_line(tmp_path, capsys, monkeypa
     monkeypatch.setenv("NHFAST_DEBUG", "1")
     with pytest.raises(IntegrationError):
         main(["run", "disk", "--out", str(tmp_path)])
-
-
-def test_density_discovery_verdict_against_the_claims():
-    import dataclasses
-
-    import sympy as sp
-
-    from nhfast.cli import _discovery_check
-    from nhfast.experiments.catalogue import build_example
-
-    inst = build_example("particle-a0")
-    ok = _discovery_check(inst, 0, None)
-    assert ok.holds is True and "equal to the claimed density (1 + y^2)^(-1/2)" in ok.statement
-    # a wrong density claim: the fit (1 + y^2)^(-1/2) is not (1 + y^2)^(-1) up to a factor
-    y = inst.vector_field.states[1]
-    inst.log_density = -sp.log(1 + y**2)
-    wrong = _discovery_check(inst, 0, None)
-    assert wrong.holds is False and "but it differs from the claimed density" in wrong.statement
-    # a wrong existence claim
-    inst.expected = dataclasses.replace(inst.expected, basic_measure=False)
-    assert "but expected none" in _discovery_check(inst, 0, None).statement

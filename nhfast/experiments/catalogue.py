@@ -1,28 +1,11 @@
-"""The example library of the ``nhfast`` command.
+"""The examples of ``nhfast run`` / ``nhfast check``: systems, parameters, samplers, claims.
 
-Each :class:`Example` knows how to build a system for numerical work (a
-:class:`~nhfast.vectorfield.VectorField`), its default parameter values, how to sample initial
-states, which observables are the energy and the constraints, and what the seeds say about an
-invariant measure and Hamiltonisation (:class:`Expectation`), so that a run can check those
-claims symbolically (:func:`symbolic_checks`) and numerically.
-
-Entries (sources: seed 004, digest ``spec/seed004.md``):
-
-``veselova``
-    Veselova rigid body on SO(n) with ``I(u ^ v) = (Au) ^ (Av)``, ``a_i = 1 + i/n``, reduced
-    to ``T*S^{n-1}`` and integrated in the embedded form ``(gamma, m)`` on the whole sphere
-    (:func:`nhfast.systems.veselova_body.forms.veselova_embedded`). Seed 004 Thm 4.3: phi-simple with
-    ``phi = -1/2 ln (A gamma, gamma)``, invariant density ``(A gamma, gamma)^{(2-n)/2}``.
-``particle`` / ``particle-a0``
-    Nonholonomic particle (seed 004 Section 4.1) with ``U = (x^2 + y^2)/2``; ``a = 1/2``: no
-    basic invariant measure, not phi-simple; ``a = 0``: ``phi = -1/2 ln(1 + y^2)``.
-``disk``
-    Vertical rolling disk (seed 004 (3.7)-(3.8)): the gyroscopic tensor vanishes, so the
-    reduced system is Hamiltonian (density 1, ``phi`` constant).
-``sleigh``
-    Chaplygin sleigh, integrated in almost-Poisson form on ``D*`` (no chart singularity); the
-    Chaplygin reduction by x-translations has ``d Theta != 0`` (no basic invariant measure, not
-    phi-simple; see :mod:`nhfast.systems.examples`).
+Each :class:`Example` builds an :class:`Instance`: the vector field that is integrated, default
+parameters, a sampler of initial states, the energy and constraint observables, and what the
+sources claim about an invariant measure and Hamiltonisation (:class:`Expectation`,
+:class:`MeasureClaim`), which :mod:`nhfast.experiments.checks` tests. Claims are those of
+García-Naranjo & Marrero (2020): the Veselova body on SO(n) (Thm 4.3), the nonholonomic particle
+(Section 4.1), the vertical disk (Section 3.1); the sleigh's ``d Theta != 0`` is computed.
 """
 
 from __future__ import annotations
@@ -34,7 +17,21 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from nhfast.analysis.result import Check
+from nhfast.symbolic import almost_poisson_equations, chaplygin_equations
+from nhfast.systems import (
+    chaplygin_sleigh,
+    nonholonomic_particle,
+    vertical_rolling_disk,
+    veselova,
+    veselova_embedded,
+)
+from nhfast.systems.veselova_body import default_inertia, embedded_to_chart
+from nhfast.systems.veselova_body.formulas import (
+    density_exponent,
+    inertia_quadratic,
+    log_density,
+    phi,
+)
 from nhfast.vectorfield import VectorField
 
 __all__ = [
@@ -45,7 +42,6 @@ __all__ = [
     "EXAMPLES",
     "get_example",
     "build_example",
-    "symbolic_checks",
 ]
 
 Sampler = Callable[[np.random.Generator, int], np.ndarray]
@@ -53,16 +49,17 @@ Sampler = Callable[[np.random.Generator, int], np.ndarray]
 
 @dataclass(frozen=True)
 class Expectation:
-    """What a seed claims about the reduced (Chaplygin) system.
+    """What a source claims about the reduced (Chaplygin) system.
 
     Attributes
     ----------
     basic_measure : bool
-        Whether a basic invariant measure ``exp(sigma) ds dp`` exists (seed 004 Thm 3.11).
+        Whether a basic invariant measure ``exp(sigma) ds dp`` exists (García-Naranjo & Marrero
+        2020, Thm 3.11).
     sigma : sympy.Expr or None
         Its ``sigma`` (up to an additive constant), in the shape coordinates.
     phi_simple : bool
-        Whether the system is phi-simple (seed 004 Def. 3.19).
+        Whether the system is phi-simple (ibid., Def. 3.19).
     phi : sympy.Expr or None
         Its ``phi`` (up to an additive constant).
     source : str
@@ -126,12 +123,12 @@ class Instance:
         manifold).
     log_density : sympy.Expr or None
         Log of an invariant density with respect to Lebesgue measure in the integrated
-        states (from the seeds), or None if the seeds give none for these coordinates.
+        states (from the sources), or None if they give none for these coordinates.
     chaplygin : object or None
         The ``ChaplyginSystem`` / ``ReducedChaplyginSystem`` whose measure and
-        phi-simplicity the seeds discuss.
+        phi-simplicity the sources discuss.
     expected : Expectation or None
-        The seeds' claims about ``chaplygin``.
+        The sources' claims about ``chaplygin``.
     t_end : float
         Default final time.
     measure_claims : list of MeasureClaim
@@ -225,57 +222,48 @@ def _param_vector(vf: VectorField, values: Mapping[str, float]) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 
-def veselova_inertia(n: int) -> np.ndarray:
-    """Default ``a_i = 1 + i/n``, ``i = 1..n`` (distinct, so the body is generic)."""
-    return 1.0 + np.arange(1, n + 1) / n
+def _momentum_at_energy(rng: np.random.Generator, gamma: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """``m`` Gaussian in ``gamma^perp``, scaled to energy ``(m, A^{-1} m)/(2 c) = 1/2``."""
+    w = rng.normal(size=gamma.shape)
+    m = w - np.sum(gamma * w, axis=1, keepdims=True) * gamma
+    c = np.sum(a * gamma**2, axis=1)
+    energy = np.sum(m * m / a, axis=1) / (2 * c)
+    m *= np.sqrt(0.5 / energy)[:, None]
+    return m
 
 
 def _veselova_sampler(n: int, a: np.ndarray) -> Sampler:
     def sample(rng: np.random.Generator, lanes: int) -> np.ndarray:
-        # gamma uniform on S^{n-1}; m Gaussian in gamma^perp, scaled to energy 1/2
+        # gamma uniform on S^{n-1}
         gamma = rng.normal(size=(lanes, n))
         gamma /= np.linalg.norm(gamma, axis=1, keepdims=True)
-        w = rng.normal(size=(lanes, n))
-        m = w - np.sum(gamma * w, axis=1, keepdims=True) * gamma
-        c = np.sum(a * gamma**2, axis=1)
-        energy = np.sum(m * m / a, axis=1) / (2 * c)
-        m *= np.sqrt(0.5 / energy)[:, None]
-        return np.hstack([gamma, m])
+        return np.hstack([gamma, _momentum_at_energy(rng, gamma, a)])
 
     return sample
 
 
 def _veselova_chart_sampler(n: int, a: np.ndarray, radius: float = 0.4) -> Sampler:
-    from nhfast.systems.veselova_body.forms import embedded_to_chart
-
     def sample(rng: np.random.Generator, lanes: int) -> np.ndarray:
-        # s uniform in the ball |s| < radius (well inside the hemisphere chart), m as above
+        # s uniform in the ball |s| < radius (well inside the hemisphere chart)
         d = rng.normal(size=(lanes, n - 1))
         d /= np.linalg.norm(d, axis=1, keepdims=True)
         s = d * radius * rng.uniform(size=(lanes, 1)) ** (1.0 / (n - 1))
         gamma = np.hstack([s, np.sqrt(1.0 - np.sum(s**2, axis=1, keepdims=True))])
-        w = rng.normal(size=(lanes, n))
-        m = w - np.sum(gamma * w, axis=1, keepdims=True) * gamma
-        c = np.sum(a * gamma**2, axis=1)
-        m *= np.sqrt(0.5 / (np.sum(m * m / a, axis=1) / (2 * c)))[:, None]
-        s_, p_ = embedded_to_chart(gamma, m)
+        s_, p_ = embedded_to_chart(gamma, _momentum_at_energy(rng, gamma, a))
         return np.hstack([s_, p_])
 
     return sample
 
 
 def _build_veselova(n: int | None) -> Instance:
-    from nhfast.systems.examples import veselova
-    from nhfast.systems.veselova_body.forms import veselova_embedded
-
     assert n is not None
     vf = veselova_embedded(n)
-    a = veselova_inertia(n)
+    a = default_inertia(n)
     red = veselova(n)
     c = red.extra["c"]
     gam = vf.states[:n]
-    syms = list(vf.params)
-    c_emb = sp.Add(*[syms[k] * gam[k] ** 2 for k in range(n)])
+    c_emb = inertia_quadratic(list(vf.params), gam)
+    exponent = density_exponent(n)
     return Instance(
         name="veselova",
         title=f"Veselova rigid body on SO({n})",
@@ -284,23 +272,23 @@ def _build_veselova(n: int | None) -> Instance:
         sampler=_veselova_sampler(n, a),
         energy="energy",
         constraints={"gamma_norm": 1.0, "momentum_constraint": 0.0},
-        log_density=sp.Rational(2 - n, 2) * sp.log(c_emb),
+        log_density=log_density(n, c_emb),
         chaplygin=red,
         expected=Expectation(
             basic_measure=True,
-            sigma=sp.Rational(2 - n, 2) * sp.log(c),
+            sigma=log_density(n, c),
             phi_simple=True,
-            phi=-sp.log(c) / 2,
+            phi=phi(c),
             source="seed 004 Theorem 4.3",
-            sigma_text=f"{sp.Rational(2 - n, 2)} ln (A gamma, gamma)",
+            sigma_text=f"{exponent} ln (A gamma, gamma)",
             phi_text="-1/2 ln (A gamma, gamma)",
         ),
         t_end=10.0,
         measure_claims=[
             MeasureClaim(
-                c_emb ** sp.Rational(2 - n, 2),
+                c_emb**exponent,
                 True,
-                f"(A gamma, gamma)^({sp.Rational(2 - n, 2)})",
+                f"(A gamma, gamma)^({exponent})",
                 "seed 004 Theorem 4.3",
             ),
             MeasureClaim(
@@ -341,9 +329,6 @@ def _normal_sampler(n_state: int, fixed: Mapping[int, float] | None = None) -> S
 
 
 def _build_particle(a_value: float) -> Instance:
-    from nhfast.symbolic.equations import chaplygin_equations
-    from nhfast.systems.examples import nonholonomic_particle
-
     def potential(x: sp.Symbol, y: sp.Symbol) -> sp.Expr:
         return (x**2 + y**2) / 2
 
@@ -357,16 +342,14 @@ def _build_particle(a_value: float) -> Instance:
     if a_value == 0:
         text = "-1/2 ln(1 + y^2)"
         expected = Expectation(True, sigma, True, sigma, "seed 004 Section 4.1 (a = 0)", text, text)
-        log_density: sp.Expr | None = sigma.subs(y, vf.states[1])
+        log_rho: sp.Expr | None = sigma.subs(y, vf.states[1])
         claims = [
-            MeasureClaim(
-                sp.exp(log_density), True, "(1 + y^2)^(-1/2)", "seed 004 Section 4.1 (a = 0)"
-            ),
+            MeasureClaim(sp.exp(log_rho), True, "(1 + y^2)^(-1/2)", "seed 004 Section 4.1 (a = 0)"),
             MeasureClaim(sp.Integer(1), False, lebesgue, "the density above is not constant"),
         ]
     else:
         expected = Expectation(False, None, False, None, "seed 004 Section 4.1 (a != 0)")
-        log_density = None
+        log_rho = None
         claims = [
             MeasureClaim(
                 sp.Integer(1), False, lebesgue, "seed 004 Section 4.1: no basic measure, a != 0"
@@ -378,7 +361,7 @@ def _build_particle(a_value: float) -> Instance:
         vector_field=vf,
         params=_param_vector(vf, {"a": a_value}),
         sampler=_normal_sampler(vf.n_state),
-        log_density=log_density,
+        log_density=log_rho,
         chaplygin=system,
         expected=expected,
         t_end=10.0,
@@ -396,9 +379,6 @@ def _build_particle(a_value: float) -> Instance:
 
 
 def _build_disk(_n: int | None) -> Instance:
-    from nhfast.symbolic.equations import chaplygin_equations
-    from nhfast.systems.examples import vertical_rolling_disk
-
     system = vertical_rolling_disk()
     vf = chaplygin_equations(system).as_vector_field()
     vf.name = "vertical_rolling_disk"
@@ -438,18 +418,8 @@ def _sleigh_chart_sampler(rng: np.random.Generator, lanes: int) -> np.ndarray:
 
 
 def _build_sleigh(_n: int | None) -> Instance:
-    from nhfast.symbolic.equations import almost_poisson_equations
-    from nhfast.symbolic.systems import NonholonomicSystem
-    from nhfast.systems.examples import chaplygin_sleigh
-
-    plain = chaplygin_sleigh(as_chaplygin=False)
-    th = plain.q[2]
-    # global frame of D (blade direction, rotation); the frame built from the 1-form,
-    # (1, tan theta, 0), is singular at theta = pi/2
-    frame = sp.Matrix([[sp.cos(th), 0], [sp.sin(th), 0], [0, 1]])
-    system = NonholonomicSystem(
-        plain.q, plain.metric, plain.potential, frame=frame, params=plain.params
-    )
+    # the global frame of D along the blade (the 1-form's frame is singular at theta = pi/2)
+    system = chaplygin_sleigh(as_chaplygin=False, blade_frame=True)
     vf = almost_poisson_equations(system).as_vector_field()
     vf.name = "chaplygin_sleigh"
     values = {"m": 1.0, "I": 0.5, "b": 0.5}
@@ -530,98 +500,3 @@ def get_example(name: str) -> Example:
 def build_example(name: str, n: int | None = None) -> Instance:
     """Shortcut for ``get_example(name).build(n)``."""
     return get_example(name).build(n)
-
-
-# ---------------------------------------------------------------------------------------------
-# Symbolic facts
-# ---------------------------------------------------------------------------------------------
-
-
-def _same_up_to_constant(found: sp.Expr, expected: sp.Expr, s: list[sp.Symbol]) -> bool:
-    """``d(found - expected) = 0``: derivatives of logs are rational, so ``cancel`` decides."""
-    diff = sp.sympify(found) - sp.sympify(expected)
-    for si in s:
-        d = sp.diff(diff, si)
-        if sp.cancel(sp.together(d)) != 0 and sp.simplify(d) != 0:
-            return False
-    return True
-
-
-def _shape_symbols(system: Any) -> list[sp.Symbol]:
-    s = getattr(system, "s", None)
-    return list(s) if s is not None else list(system.shape)
-
-
-def symbolic_checks(instance: Instance) -> list[Check]:
-    """Check the seeds' claims on the Chaplygin reduction symbolically.
-
-    Runs :func:`nhfast.symbolic.chaplygin.invariant_measure` (Theta = d sigma, seed 004
-    Thm 3.11) and :func:`nhfast.symbolic.chaplygin.phi_simple` (Def. 3.19) and compares with
-    ``instance.expected``: existence and, where claimed, ``sigma`` and ``phi`` up to a constant.
-
-    Parameters
-    ----------
-    instance : Instance
-
-    Returns
-    -------
-    list of Check
-        Empty when the example has no Chaplygin description.
-    """
-    from nhfast.symbolic.chaplygin import invariant_measure, phi_simple
-
-    if instance.chaplygin is None or instance.expected is None:
-        return []
-    exp = instance.expected
-    s = _shape_symbols(instance.chaplygin)
-    checks = []
-
-    meas = invariant_measure(instance.chaplygin)
-    found = meas.sigma is not None
-    figs: dict[str, Any] = {"claimed by": exp.source, "exists": found}
-    if found:
-        figs["sigma"] = str(meas.sigma)
-    else:
-        figs["reason"] = meas.reason
-    if exp.basic_measure:
-        figs["expected sigma"] = str(exp.sigma)
-        holds = found and _same_up_to_constant(meas.sigma, exp.sigma, s)
-        statement = (
-            f"exp(sigma) ds dp is invariant with sigma = {exp.sigma_text or exp.sigma} "
-            f"(found symbolically, equal up to a constant), as {exp.source} says"
-            if holds
-            else f"disagrees with {exp.source}: found sigma = {meas.sigma} ({meas.reason})"
-        )
-    else:
-        holds = not found
-        statement = (
-            f"none exists ({meas.reason}), as {exp.source} says"
-            if holds
-            else f"disagrees with {exp.source}: found sigma = {meas.sigma}"
-        )
-    checks.append(Check("basic invariant measure (symbolic)", holds, statement, figs))
-
-    ps = phi_simple(instance.chaplygin)
-    figs = {"claimed by": exp.source, "phi-simple": ps.is_phi_simple}
-    if ps.is_phi_simple:
-        figs["phi"] = str(ps.phi)
-    else:
-        figs["reason"] = ps.reason
-    if exp.phi_simple:
-        figs["expected phi"] = str(exp.phi)
-        holds = ps.is_phi_simple and _same_up_to_constant(ps.phi, exp.phi, s)
-        statement = (
-            f"phi-simple with phi = {exp.phi_text or exp.phi} (found symbolically, equal up "
-            f"to a constant), as {exp.source} says"
-            if holds
-            else f"disagrees with {exp.source}: {ps.reason or f'phi = {ps.phi}'}"
-        )
-    else:
-        holds = not ps.is_phi_simple
-        statement = (
-            f"not phi-simple ({ps.reason}), as {exp.source} says"
-            if holds
-            else f"disagrees with {exp.source}: phi-simple with phi = {ps.phi}"
-        )
-    checks.append(Check("phi-simple, Hamiltonisable (symbolic)", holds, statement, figs))
-    return checks

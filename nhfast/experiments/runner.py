@@ -1,0 +1,282 @@
+"""What ``nhfast run`` and ``nhfast check`` do: build an example, integrate, check, report.
+
+:func:`run_example` builds a catalogue example, integrates a batch of trajectories in blocks
+with a progress bar (:func:`integrate_in_chunks`), runs the checks of
+:mod:`nhfast.experiments.checks` and collects everything, with timings, in a
+:class:`~nhfast.analysis.result.Report`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+
+import numpy as np
+
+from nhfast.analysis.drift import constraint_residual, energy_error
+from nhfast.analysis.result import Report
+from nhfast.errors import IntegrationWarning, UsageError
+from nhfast.experiments._progress import Progress
+from nhfast.experiments.catalogue import get_example
+from nhfast.experiments.checks import (
+    DISCOVERY_SAMPLES,
+    HAMILTONISATION_LANES,
+    MEASURE_LANES,
+    discovery_check,
+    hamiltonisation_checks,
+    measure_checks,
+    symbolic_checks,
+)
+from nhfast.integrate import ADAPTIVE, IntegrationResult, integrate
+from nhfast.vectorfield import VectorField
+
+__all__ = ["run_example", "integrate_in_chunks", "CHECKS", "FIXED_STEP_H"]
+
+#: The check families of :func:`run_example`.
+CHECKS = ("drift", "symbolic", "measure", "hamiltonisation")
+FIXED_STEP_H = 0.01  # default step of the fixed-step methods
+
+
+def integrate_in_chunks(
+    vf: VectorField,
+    x0: np.ndarray,
+    t_eval: np.ndarray,
+    params: np.ndarray | None,
+    method: str,
+    threads: int,
+    rtol: float,
+    atol: float,
+    h: float | None,
+    progress: bool | None,
+) -> IntegrationResult:
+    """``nhfast.integrate`` over blocks of lanes, with a progress bar; failed lanes are kept.
+
+    The blocks hold at least ``64 * threads`` lanes and there are at most about ten, so the bar
+    moves without slowing the run; failures are kept (``keep_failed``) for the report to count.
+    """
+    lanes = x0.shape[0]
+    chunk = max(64 * threads, -(-lanes // 10))
+    starts = list(range(0, lanes, chunk))
+    parts = []
+    with Progress(len(starts), "integrating", enabled=progress) as bar:
+        for s in starts:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", IntegrationWarning)  # failures are reported
+                parts.append(
+                    integrate(
+                        vf,
+                        x0[s : s + chunk],
+                        t_eval,
+                        method=method,
+                        rtol=rtol,
+                        atol=atol,
+                        params=params,
+                        h=h,
+                        threads=threads,
+                        keep_failed=True,
+                    )
+                )
+            bar.update()
+    if len(parts) == 1:
+        return parts[0]
+    return IntegrationResult(
+        t=parts[0].t,
+        y=np.concatenate([p.y for p in parts]),
+        status=np.concatenate([p.status for p in parts]),
+        stats={k: np.concatenate([p.stats[k] for p in parts]) for k in parts[0].stats},
+        method=method,
+        observables={
+            k: np.concatenate([p.observables[k] for p in parts]) for k in parts[0].observables
+        },
+    )
+
+
+class _Stages:
+    """Wall-clock time of each stage of a run, announced through ``say``."""
+
+    def __init__(self, say: Callable[[str], object]) -> None:
+        self.say = say
+        self.timings: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def __call__(self, label: str, message: str | None = None) -> Iterator[None]:
+        if message:
+            self.say(f"{message} ...")
+        t0 = time.perf_counter()
+        yield
+        self.timings[label] = time.perf_counter() - t0
+        if message:
+            self.say(f"  done in {self.timings[label]:.1f} s")
+
+
+def run_example(
+    name: str,
+    n: int | None = None,
+    lanes: int = 256,
+    t_end: float | None = None,
+    method: str = "dop853",
+    threads: int = 2,
+    seed: int = 0,
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+    h: float | None = None,
+    drift_tol: float = 1e-7,
+    checks: Sequence[str] = CHECKS,
+    n_times: int = 201,
+    progress: bool | None = None,
+    log: Callable[[str], object] | None = None,
+) -> tuple[Report, IntegrationResult | None]:
+    """Build a catalogue example, integrate a batch, run the checks and collect a Report.
+
+    Parameters
+    ----------
+    name : str
+        Catalogue name (see ``nhfast examples`` / :data:`nhfast.experiments.EXAMPLES`).
+    n : int, optional
+        Size of sized examples (Veselova: SO(n)).
+    lanes : int
+        Number of trajectories.
+    t_end : float, optional
+        Final time; default the example's.
+    method : str
+        Integrator of the drift run (``nhfast.integrate``); the measure checks always use
+        DOP853 because their threshold follows from ``rtol``.
+    threads : int
+        Threads of the integrator.
+    seed : int
+        Seed of the initial-state samplers.
+    rtol, atol : float
+        Tolerances of the adaptive methods.
+    h : float, optional
+        Step of the fixed-step methods (default ``FIXED_STEP_H`` = 0.01).
+    drift_tol : float
+        Threshold of the energy and constraint checks.
+    checks : sequence of str
+        Any of ``"drift"`` (energy and constraints along the batch), ``"symbolic"`` (measure
+        and phi-simplicity of the Chaplygin reduction against the sources), ``"measure"``
+        (symbolic measure test and the numerical test of every density claim of the example),
+        ``"hamiltonisation"`` (symbolic phi-simplicity and the numerical Hamiltonisation
+        checks in the Chaplygin chart).
+    n_times : int
+        Number of output times of the drift run.
+    progress : bool, optional
+        Draw a progress bar on stderr (default: when stderr is a terminal).
+    log : callable, optional
+        Receives one line per stage (e.g. ``print``).
+
+    Returns
+    -------
+    (Report, IntegrationResult or None)
+        The integration of the drift run (None without ``"drift"``).
+
+    Raises
+    ------
+    UsageError
+        For an unknown check, or ``method="leapfrog"`` on a system that is not separable.
+    """
+    unknown = [c for c in checks if c not in CHECKS]
+    if unknown:
+        raise UsageError(f"checks: unknown {unknown}; choose from {', '.join(CHECKS)}")
+    say = log or (lambda _msg: None)
+    stage = _Stages(say)
+    timings = stage.timings
+
+    start_wall, start_cpu = time.perf_counter(), time.process_time()
+    with stage("build (symbolic)"):
+        inst = get_example(name).build(n)
+    t_end = inst.t_end if t_end is None else t_end
+    if method not in ADAPTIVE and h is None:
+        h = FIXED_STEP_H
+    vf = inst.vector_field
+    if method == "leapfrog" and "drift" in checks and vf.separability() is not None:
+        raise UsageError(
+            f"--method: leapfrog needs a separable system; {name}: {vf.separability()}"
+        )
+    params = inst.params if inst.params.size else None
+    x0 = inst.sample(lanes, seed)
+    say(f"{inst.title}: {vf.n_state} states, {lanes} trajectories to t = {t_end:g}")
+    settings: dict = {
+        "example": name,
+        "trajectories": lanes,
+        "final time": t_end,
+        "threads": threads,
+        "seed": seed,
+    }
+
+    drift, sym_measure, sym_phi, num_measure, num_ham = [], [], [], [], []
+    res = None
+    if "drift" in checks:
+        t0 = time.perf_counter()
+        cs = vf.compile(("observables",))
+        timings["codegen + compile" if not cs.cache_hit else "kernels (cache hit)"] = (
+            time.perf_counter() - t0
+        )
+        say(
+            f"kernels: {cs.backend} backend, {'cache hit' if cs.cache_hit else 'compiled'} "
+            f"in {time.perf_counter() - t0:.2f} s"
+        )
+        t_eval = np.linspace(0.0, t_end, n_times)
+        with stage("integrate", f"integrating ({method})"):
+            res = integrate_in_chunks(
+                vf, x0, t_eval, params, method, threads, rtol, atol, h, progress
+            )
+        drift = [energy_error(res, inst.energy, threshold=drift_tol)]
+        if inst.constraints:
+            drift.append(constraint_residual(res, inst.constraints, threshold=drift_tol))
+        settings.update(
+            {
+                "method": method,
+                "output times": n_times,
+                "drift threshold": drift_tol,
+                "failed trajectories": int(np.count_nonzero(res.failed)),
+                "mean steps per trajectory": float(np.mean(res.stats["steps"])),
+            }
+        )
+        if method in ADAPTIVE:
+            settings.update({"rtol": rtol, "atol": atol})
+        else:
+            # integrate splits each output interval into equal substeps of at most h
+            dt = t_end / (n_times - 1)
+            settings["h"] = h
+            settings["effective step"] = dt / max(1.0, np.ceil(dt / h * (1 - 1e-12)))
+
+    if {"symbolic", "measure", "hamiltonisation"} & set(checks):
+        with stage("symbolic checks", "symbolic checks of the Chaplygin reduction"):
+            sym = symbolic_checks(inst)
+        if {"symbolic", "measure"} & set(checks):
+            sym_measure = [c for c in sym if "measure" in c.name]
+        if {"symbolic", "hamiltonisation"} & set(checks):
+            sym_phi = [c for c in sym if "phi-simple" in c.name]
+
+    if "measure" in checks and inst.measure_claims:
+        m = min(lanes, MEASURE_LANES)
+        msg = f"measure checks: {len(inst.measure_claims)} densities along {m} trajectories"
+        with stage("measure checks", msg):
+            num_measure = measure_checks(inst, x0[:m], t_end, params, rtol, atol, threads)
+        settings["measure checks"] = (
+            f"dop853, rtol {rtol:g}, atol {atol:g}, t = {t_end:g}, first {m} trajectories"
+        )
+        with stage("density discovery", "density discovery on sampled states"):
+            num_measure.append(discovery_check(inst, seed, params))
+        settings["density discovery"] = f"{DISCOVERY_SAMPLES} sampled states (seed {seed + 1})"
+
+    if "hamiltonisation" in checks and inst.chart_sampler is not None:
+        msg = f"Hamiltonisation checks: {HAMILTONISATION_LANES} trajectories in the chart"
+        with stage("Hamiltonisation checks", msg):
+            num_ham = hamiltonisation_checks(inst, seed, params)
+        settings["Hamiltonisation checks"] = (
+            f"{HAMILTONISATION_LANES} chart trajectories, t = tau = {inst.chart_t:g}"
+        )
+
+    timings["total (wall clock)"] = time.perf_counter() - start_wall
+    timings["total (CPU, all threads)"] = time.process_time() - start_cpu
+    report = Report(
+        inst.title,
+        system={"name": vf.name, **inst.description},
+        settings=settings,
+        checks=[*drift, *sym_measure, *num_measure, *sym_phi, *num_ham],
+        timings=timings,
+    )
+    return report, res
