@@ -2,7 +2,7 @@
 
 Groups pair nhfast with ``scipy.integrate.solve_ivp`` doing the same work (DOP853, rtol 1e-10,
 atol 1e-12, t in [0, 10], 11 outputs), so the ratio is visible in one table. Each benchmark
-stores its throughput in ``extra_info`` (see ``benchmarks/ratios.py``).
+stores its throughput in ``extra_info`` (shown by ``benchmarks/dashboard.py``).
 """
 
 from __future__ import annotations

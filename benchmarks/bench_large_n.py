@@ -41,10 +41,10 @@ SCIPY_MAX_LANES = 500
 
 def nhfast_system(n: int) -> tuple[nh.VectorField, str]:
     """The structured O(n) Veselova kernel when it exists and agrees, else the embedded one."""
-    from nhfast.systems.veselova_body.forms import veselova_embedded
+    from nhfast.systems.veselova_body import veselova_embedded
 
     try:
-        from nhfast.systems.veselova_body.structured import veselova_structured
+        from nhfast.systems.veselova_body import veselova_structured
     except ImportError:
         return veselova_embedded(n), "veselova_embedded"
     vf = veselova_structured(n)
@@ -409,83 +409,3 @@ def test_dop853_scipy(benchmark, problem):
         batch_lanes=p.lanes, per_lane_seconds=min(out["sec"]) / k,
     )  # fmt: skip
 
-
-# -------------------------------------------------------------------- summary ----
-
-
-def summarise(path: str) -> str:
-    """The issue's ratios from one saved run (``--benchmark-json``), as text.
-
-    For each n: nhfast DOP853 against heyoka's batch and scalar modes at the fastest nhfast
-    tolerance whose error is not larger than heyoka's (equal accuracy), against SciPy per
-    trajectory, numba and hand-written C at the same rtol; threads 2 against 1; the cost of
-    one right-hand side against the hand-written kernel. ``xR`` is the other tool's time over
-    nhfast's (R > 1: nhfast is faster), from the least wall time of the rounds and, in
-    brackets, from the least CPU time (steadier on a loaded machine; one-thread runs only).
-    """
-    import json
-
-    data = json.loads(open(path, encoding="utf-8").read())
-    rows = []
-    for b in data["benchmarks"]:
-        info = b.get("extra_info", {})
-        if info.get("system") == "veselova":
-            rows.append((info, b["stats"]["min"], info.get("cpu_seconds")))
-
-    def find(**kw):
-        return [r for r in rows if all(r[0].get(k) == v for k, v in kw.items())]
-
-    def ratio(other, mine) -> str:
-        cpu = f" (cpu x{other[2] / mine[2]:.2f})" if other[2] and mine[2] else ""
-        return f"x{other[1] / mine[1]:.2f}{cpu}"
-
-    out = [f"{data.get('datetime', '')}  (errors: max abs final state against the reference)"]
-    for n in sorted({r[0]["n"] for r in rows}):
-        for lanes in sorted({r[0]["lanes"] for r in find(n=n, t_end=T_END, tool="nhfast")}):
-            nh1 = [
-                r
-                for r in find(n=n, lanes=lanes, tool="nhfast", threads=1, method="dop853")
-                if r[0]["t_end"] == T_END
-            ]
-            if not nh1:
-                continue
-            base = next(r for r in nh1 if r[0]["rtol"] == RTOL)
-            line = [
-                f"n={n:2d} lanes={lanes:5d}: nhfast dop853 {base[1]:.4g} s"
-                f" (err {base[0]['error']:.1g})"
-            ]
-            for tool in ("heyoka-batch", "heyoka-scalar"):
-                for r in find(n=n, lanes=lanes, tool=tool):
-                    ok = [q for q in nh1 if q[0]["error"] <= r[0]["error"]]
-                    mine = min(ok or nh1, key=lambda q: q[1] if ok else q[0]["error"])
-                    line.append(
-                        f"{tool} {r[1]:.4g} s (err {r[0]['error']:.1g}, compile"
-                        f" {r[0]['compile_seconds']:.2g} s): {ratio(r, mine)} against nhfast rtol"
-                        f" {mine[0]['rtol']:g} (err {mine[0]['error']:.1g})"
-                    )
-            for tool in ("numba", "hand-c"):
-                for r in find(n=n, lanes=lanes, tool=tool, method="dop853"):
-                    line.append(f"{tool} {r[1]:.4g} s: {ratio(r, base)}")
-            for r in find(n=n, tool="scipy", batch_lanes=lanes):
-                per = r[0]["per_lane_seconds"]
-                line.append(
-                    f"scipy {per:.3g} s per trajectory: x{per * lanes / base[1]:.0f}"
-                    f" (timed on {r[0]['lanes']} trajectories)"
-                )
-            for r in find(n=n, lanes=lanes, tool="nhfast", threads=2, rtol=RTOL):
-                line.append(f"threads 2 against 1: speed-up x{base[1] / r[1]:.2f}")
-            out.append("\n    ".join(line))
-        k = {r[0]["tool"]: r for r in find(n=n, method="rhs")}
-        if {"nhfast", "hand-c"} <= set(k):
-            per = {t: r[1] / r[0]["rhs_evals"] * 1e9 for t, r in k.items()}
-            out.append(
-                f"n={n:2d} one rhs: nhfast {per['nhfast']:.1f} ns, hand-c {per['hand-c']:.1f} ns"
-                f" per lane-evaluation: nhfast/hand-c x{per['nhfast'] / per['hand-c']:.2f}"
-            )
-    return "\n".join(out)
-
-
-if __name__ == "__main__":
-    import sys
-
-    print(summarise(sys.argv[1]))
