@@ -1,7 +1,8 @@
 """One memo for objects derived from a system (compiled kernels, derived fields).
 
-Entries live as long as the system object they belong to (a weak key), so nothing is kept
-for a system the caller has dropped and nothing is keyed by a reusable ``id()``.
+Entries are keyed by the owner's identity (not its equality: two equal fields are still two
+owners) and live as long as the owner does: a weak reference drops them when it goes. A
+memoised value must not hold a strong reference to its owner, or the owner never goes.
 """
 
 from __future__ import annotations
@@ -14,30 +15,47 @@ from typing import Any, TypeVar
 __all__ = ["memo", "forget"]
 
 T = TypeVar("T")
-_MEMO: weakref.WeakKeyDictionary[Any, dict[Hashable, Any]] = weakref.WeakKeyDictionary()
+#: id(owner) -> (weak reference to the owner, its table)
+_MEMO: dict[int, tuple[weakref.ref, dict[Hashable, Any]]] = {}
 _LOCK = threading.RLock()
+
+
+def _table(owner: Any) -> dict[Hashable, Any]:
+    key = id(owner)
+    entry = _MEMO.get(key)
+    if entry is None or entry[0]() is not owner:
+
+        def drop(ref: weakref.ref, key: int = key) -> None:
+            with _LOCK:
+                if key in _MEMO and _MEMO[key][0] is ref:
+                    del _MEMO[key]
+
+        entry = _MEMO[key] = (weakref.ref(owner, drop), {})
+    return entry[1]
 
 
 def memo(owner: Any, key: Hashable, build: Callable[[], T]) -> T:
     """``build()`` once per ``(owner, key)``; later calls return the same object.
 
-    ``owner`` must be weak-referenceable (every system class of nhfast is).
+    ``owner`` must be weak-referenceable (every system class of nhfast is); it need not be
+    hashable.
     """
     with _LOCK:
-        table = _MEMO.get(owner)
-        if table is None:
-            table = _MEMO[owner] = {}
+        table = _table(owner)
         if key in table:
             return table[key]
     value = build()
     with _LOCK:
-        return table.setdefault(key, value)
+        return _table(owner).setdefault(key, value)
 
 
 def forget(owner: Any, key: Hashable | None = None) -> None:
     """Drop one entry of ``owner`` (or all of them with ``key=None``)."""
     with _LOCK:
+        entry = _MEMO.get(id(owner))
+        if entry is None or entry[0]() is not owner:
+            return
         if key is None:
-            _MEMO.pop(owner, None)
-        elif owner in _MEMO:
-            _MEMO[owner].pop(key, None)
+            del _MEMO[id(owner)]
+        else:
+            entry[1].pop(key, None)

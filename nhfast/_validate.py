@@ -13,7 +13,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["positive", "positive_int", "real_array", "params_rows"]
+__all__ = [
+    "positive",
+    "positive_int",
+    "positive_ints",
+    "real_array",
+    "state_rows",
+    "output_times",
+    "params_rows",
+]
 
 
 def positive(value: Any, name: str) -> float:
@@ -36,6 +44,12 @@ def positive_int(value: Any, name: str, upper: int | None = None) -> int:
     return int(value)
 
 
+def positive_ints(**values: Any) -> None:
+    """:func:`positive_int` for each keyword (``threads=..., block=...``), in order."""
+    for name, value in values.items():
+        positive_int(value, name)
+
+
 def real_array(value: Any, name: str, ndims: Sequence[int] | None = None) -> np.ndarray:
     """``value`` as a finite float array with ``ndim`` in ``ndims``.
 
@@ -56,8 +70,36 @@ def real_array(value: Any, name: str, ndims: Sequence[int] | None = None) -> np.
     return a
 
 
+def state_rows(value: Any, n: int, name: str = "x0", what: str = "") -> np.ndarray:
+    """One state ``(n,)`` or a batch ``(n_traj, n)`` as a C-contiguous ``(n_traj, n)`` array.
+
+    ``what`` is appended to the shape in the message (e.g. ``" holding (s, p)"``).
+    """
+    x = real_array(value, name, (1, 2))
+    if x.shape[-1] != n:
+        raise ValueError(f"{name} must have shape ({n},) or (n_traj, {n}){what}; got {x.shape}")
+    return np.ascontiguousarray(x.reshape(-1, n))
+
+
+def output_times(value: Any, name: str = "t_eval", increasing: bool = False) -> np.ndarray:
+    """Output times: a non-empty 1-d finite array, strictly monotonic (or increasing)."""
+    t = real_array(value, name, (1,))
+    if t.size < 1:
+        raise ValueError(f"{name} must hold at least one time")
+    dt = np.diff(t)
+    if increasing and not np.all(dt > 0):
+        raise ValueError(f"{name} must be strictly increasing")
+    if not (np.all(dt > 0) or np.all(dt < 0)):
+        raise ValueError(f"{name} must be strictly monotonic")
+    return np.ascontiguousarray(t)
+
+
 def params_rows(
-    params: Any, symbols: Sequence[Any], rows: int | tuple[int, ...], name: str = "params"
+    params: Any,
+    symbols: Sequence[Any],
+    rows: int | tuple[int, ...],
+    name: str = "params",
+    full: bool = False,
 ) -> np.ndarray:
     """Parameter values as a C-contiguous ``(1, n_params)`` or ``(R, n_params)`` array.
 
@@ -72,6 +114,8 @@ def params_rows(
         The leading shape of the points the parameters go with (``R = prod(rows)``).
     name : str
         The argument's name in messages.
+    full : bool
+        Always return ``(R, n_params)`` (a shared row repeated).
 
     Returns
     -------
@@ -79,6 +123,11 @@ def params_rows(
         Shape ``(1, n_params)`` for one shared row, else ``(R, n_params)``; ``(1, 0)`` for a
         system without parameters.
     """
+    if full:
+        par = params_rows(params, symbols, rows, name)
+        lead = (rows,) if isinstance(rows, numbers.Integral) else tuple(rows)
+        size = int(np.prod(lead, dtype=np.int64))
+        return np.ascontiguousarray(np.broadcast_to(par, (size, par.shape[1])))
     lead = (rows,) if isinstance(rows, numbers.Integral) else tuple(rows)
     npar = len(symbols)
     if npar == 0:

@@ -2,38 +2,31 @@
 
 from __future__ import annotations
 
-import numbers
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from nhfast._validate import positive as _positive
+from nhfast import _abi
+from nhfast._kernels import CompiledSystem
+from nhfast._validate import (
+    output_times,
+    params_rows,
+    positive,
+    positive_ints,
+    state_rows,
+)
 from nhfast.errors import IntegrationError, IntegrationWarning
 from nhfast.vectorfield import VectorField
 
-#: Method name -> code of ``enum nh_method`` in csrc/nh_core.h.
-METHODS = {
-    "rk4": 0,
-    "dopri5": 1,
-    "dop853": 2,
-    "leapfrog": 3,
-    "midpoint": 4,
-    "gauss4": 5,
-    "gauss6": 6,
-}
-ADAPTIVE = frozenset({"dopri5", "dop853"})
+#: Method name -> code of ``enum nh_method`` (csrc/nh_core.h); ADAPTIVE: error-controlled ones.
+METHODS = _abi.METHODS
+ADAPTIVE = _abi.ADAPTIVE
 #: Measure-preserving methods for phi-simple Chaplygin systems (``nhfast.hamiltonised``).
 HAMILTONISED = ("hamiltonised-midpoint", "hamiltonised-gauss4", "hamiltonised-gauss6")
-#: Per-lane status codes (``NH_LANE_*`` in csrc/nh_abi.h).
-STATUS = {
-    0: "ok",
-    1: "non-finite state",
-    2: "step size underflow",
-    3: "maximum number of steps reached",
-    4: "implicit stage equations did not converge",
-}
-_STATS = ("steps", "rhs_evals", "rejected", "iterations")
+#: Per-lane status code (``NH_LANE_*`` in nh_abi.h) -> message.
+STATUS = _abi.STATUS
+_STATS = _abi.STATS
 
 
 @dataclass
@@ -69,20 +62,6 @@ class IntegrationResult:
     def failed(self) -> np.ndarray:
         """Boolean mask of the trajectories that did not finish."""
         return self.status != 0
-
-
-def _array(value, name: str, ndims: tuple[int, ...]) -> np.ndarray:
-    try:
-        a = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be an array of real numbers: {exc}") from None
-    if a.ndim not in ndims:
-        raise ValueError(
-            f"{name} must have {' or '.join(map(str, ndims))} dimension(s), got shape {a.shape}"
-        )
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return a
 
 
 def _check_system(system, method: str) -> None:
@@ -129,11 +108,12 @@ def integrate(
         Adaptive embedded pairs (``dopri5``, ``dop853``) or fixed-step schemes; ``leapfrog``
         (Stormer-Verlet) needs a separable partitioned system, the Gauss-Legendre schemes
         (``midpoint``, ``gauss4``, ``gauss6``) are symplectic for Hamiltonian systems.
-        ``hamiltonised-*``: ``system`` is a phi-simple Chaplygin system, ``x0 = (s, p)``; it is
-        integrated in Hamiltonised form with the Gauss scheme and step ``h`` in ``tau``
-        (measure preserving; see :func:`nhfast.hamiltonised.integrate_hamiltonised`, which gets
-        ``params``, ``h``, ``threads``, ``observables``, ``max_steps``, ``tol``, ``max_iter``,
-        ``keep_failed``, ``block``; ``rtol``, ``atol``, ``hmax`` do not apply).
+        ``hamiltonised-*`` (through the package's ``nhfast.integrate`` only): ``system`` is a
+        phi-simple Chaplygin system, ``x0 = (s, p)``; it is integrated in Hamiltonised form
+        with the Gauss scheme and step ``h`` in ``tau`` (measure preserving; see
+        :func:`nhfast.hamiltonised.integrate_hamiltonised`, which gets ``params``, ``h``,
+        ``threads``, ``observables``, ``max_steps``, ``tol``, ``max_iter``, ``keep_failed``,
+        ``block``; ``rtol``, ``atol``, ``hmax`` do not apply).
     rtol, atol : float
         Tolerances of the adaptive methods.
     params : array_like, shape (n_params,) or (n_traj, n_params)
@@ -170,82 +150,40 @@ def integrate(
         When a trajectory fails (non-finite state, step underflow, step budget, an implicit
         solve that does not converge) and ``keep_failed`` is False.
     """
-    from nhfast import _core
+    from nhfast import _core  # the compiled core loads on first use
 
     if isinstance(method, str) and method in HAMILTONISED:
-        from nhfast.hamiltonised import integrate_hamiltonised
-
-        return integrate_hamiltonised(
-            system, x0, t_eval, method=method.removeprefix("hamiltonised-"), h=h, params=params,
-            threads=threads, observables=observables, max_steps=max_steps, tol=tol,
-            max_iter=max_iter, keep_failed=keep_failed, block=block,
-        )  # fmt: skip
+        raise ValueError(
+            f"method={method!r} integrates a Chaplygin system in Hamiltonised form: call "
+            "nhfast.integrate (the package's function) or nhfast.integrate_hamiltonised"
+        )
     if not isinstance(method, str) or method not in METHODS:
         raise ValueError(
             f"method must be one of {', '.join([*METHODS, *HAMILTONISED])}; got {method!r}"
         )
     _check_system(system, method)
     n, npar = system.n_state, system.n_params
-
-    x = _array(x0, "x0", (1, 2))
-    if x.shape[-1] != n:
-        raise ValueError(f"x0 must have shape ({n},) or (n_traj, {n}); got {x.shape}")
-    x = np.ascontiguousarray(x.reshape(-1, n))
+    x = state_rows(x0, n, "x0")
     ntraj = x.shape[0]
-
-    t = _array(t_eval, "t_eval", (1,))
-    if t.size < 1:
-        raise ValueError("t_eval must hold at least one time")
-    dt = np.diff(t)
-    if t.size > 1 and not (np.all(dt > 0) or np.all(dt < 0)):
-        raise ValueError("t_eval must be strictly monotonic")
-    t = np.ascontiguousarray(t)
-
-    if npar == 0:
-        if params is not None and np.size(params) != 0:
-            raise ValueError(
-                f"params given, but the system has no parameters (got {np.shape(params)})"
-            )
-        par = np.zeros((1, 0))
-    else:
-        if params is None:
-            raise ValueError(
-                f"params is required: missing values for {', '.join(map(str, system.params))}"
-            )
-        par = _array(params, "params", (1, 2))
-        if par.shape == (npar,):
-            par = par.reshape(1, npar)
-        elif par.shape != (ntraj, npar):
-            raise ValueError(
-                f"params must have shape ({npar},) or ({ntraj}, {npar}) for parameters "
-                f"{', '.join(map(str, system.params))}; got {par.shape}"
-            )
-        par = np.ascontiguousarray(par)
-
-    system.check_params(par, "params")
-    system.check_domain(x, par, "x0")
-    rtol = _positive(rtol, "rtol")
-    atol = _positive(atol, "atol")
-    tol = _positive(tol, "tol")
+    t = output_times(t_eval, "t_eval")
+    par = params_rows(params, system.params, ntraj, "params")
+    system.check_inputs(x, par, "x0")
+    rtol = positive(rtol, "rtol")
+    atol = positive(atol, "atol")
+    tol = positive(tol, "tol")
     if method in ADAPTIVE:
-        h0 = 0.0 if h is None else _positive(h, "h")
+        h0 = 0.0 if h is None else positive(h, "h")
     else:
         if h is None:
             raise ValueError(f"h (the step size) is required for the fixed-step method {method!r}")
-        h0 = _positive(h, "h")
+        h0 = positive(h, "h")
         if t.size > 1:
-            nsteps = int(np.sum(np.maximum(1, np.ceil(np.abs(dt) / h0 * (1 - 1e-12)))))
+            steps = np.maximum(1, np.ceil(np.abs(np.diff(t)) / h0 * (1 - 1e-12)))
+            nsteps = int(np.sum(steps))
             if nsteps > max_steps:
                 raise ValueError(f"h={h0:g} needs {nsteps} steps, more than max_steps={max_steps}")
-    hm = 0.0 if hmax is None else _positive(hmax, "hmax")
-    for name, v in (
-        ("threads", threads),
-        ("max_steps", max_steps),
-        ("max_iter", max_iter),
-        ("block", block),
-    ):
-        if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    hm = 0.0 if hmax is None else positive(hmax, "hmax")
+    positive_ints(threads=threads, max_steps=max_steps, max_iter=max_iter, block=block)
 
     if threads > 1 and not _core.HAVE_OPENMP:
         _warn_serial()
@@ -268,7 +206,7 @@ def integrate(
         method=method,
     )
     if wanted:
-        res.observables = _observables(cs, res, par, threads)
+        res.observables = _observables(cs, list(system.observables), res, par, threads)
     report_failures(res, status != 0, keep_failed)
     return res
 
@@ -304,7 +242,7 @@ def _warn_serial() -> None:
 
 
 def _observables(
-    cs, res: IntegrationResult, par: np.ndarray, threads: int
+    cs: CompiledSystem, names: list[str], res: IntegrationResult, par: np.ndarray, threads: int
 ) -> dict[str, np.ndarray]:
     from nhfast import _core
 
@@ -316,5 +254,4 @@ def _observables(
     _core.eval_rows(
         cap, ctx, out.shape[1], trow, res.y.reshape(rows, n), par, nt, out, threads=threads
     )
-    names = list(cs.system.observables)
     return {k: out[:, j].reshape(ntraj, nt) for j, k in enumerate(names)}

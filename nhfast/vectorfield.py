@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
-from nhfast.codegen import KernelSet
-from nhfast.codegen.ckernels import DerivSpec, SolveSpec
+from nhfast._cache import memo
+from nhfast._kernels import CompiledSystem, InputCheck, compile_kernels, numpy_rows
+from nhfast.codegen import DerivSpec, KernelSet, SolveSpec
 
 #: Kernel families a compiled system may carry besides the vector field itself.
 COMPANIONS = ("jacobian", "divergence", "observables", "dHdq", "dHdp")
@@ -169,8 +171,6 @@ class VectorField:
     name: str = "system"
     solves: Sequence[Any] = ()
     domain: Mapping[str, sp.Expr] | None = None
-    _compiled: dict = field(default_factory=dict, init=False, repr=False, compare=False)
-    _domain_funcs: dict | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.states = _symbols(self.states, "states")
@@ -245,7 +245,7 @@ class VectorField:
         taken = {str(x) for x in [*self.states, *self.params]}
         ell = sp.Symbol(name) if name not in taken else sp.Dummy(name)
         if self._solve_specs:
-            _, D = self._total_derivatives()
+            _, D = self.total_derivatives()
             div = sp.Add(*[D(f, i) for i, f in enumerate(self.rhs)])
         else:
             div = self.divergence()
@@ -266,26 +266,26 @@ class VectorField:
         if not self.domain:
             return
         x = np.atleast_2d(np.asarray(x, dtype=float))
-        par = np.atleast_2d(np.asarray(params, dtype=float)) if self.n_params else None
-        if self._domain_funcs is None:
-            args = [*self.states, *self.params]
-            self._domain_funcs = {
-                label: sp.lambdify(args, expr, modules="numpy")
-                for label, expr in self.domain.items()
-            }
-        for label, expr in self.domain.items():
-            f = self._domain_funcs[label]
-            cols = [x[:, i] for i in range(self.n_state)]
-            if par is not None:
-                cols += [par[:, k] for k in range(self.n_params)]
-            val = np.broadcast_to(np.asarray(f(*cols), dtype=float), (x.shape[0],))
-            bad = np.flatnonzero(~(val > 0))
+        par = np.atleast_2d(np.asarray(params, dtype=float)) if self.n_params else x[:, :0]
+        f = memo(
+            self,
+            "domain",
+            lambda: numpy_rows([*self.states, *self.params], list(self.domain.values())),
+        )
+        vals = f(x, par)
+        for j, (label, expr) in enumerate(self.domain.items()):
+            bad = np.flatnonzero(~(vals[:, j] > 0))
             if bad.size:
                 raise ValueError(
                     f"{name}: {bad.size} state(s) outside the domain of {self.name!r}: "
                     f"condition {label!r} ({expr} > 0) fails at row {bad[0]} "
-                    f"(value {val[bad[0]]:.3g})"
+                    f"(value {vals[bad[0], j]:.3g})"
                 )
+
+    def check_inputs(self, x: np.ndarray, params: np.ndarray, name: str = "x0") -> None:
+        """:meth:`check_params` and :meth:`check_domain` for states ``x`` and their params."""
+        self.check_params(params, "params")
+        self.check_domain(x, params, name)
 
     def check_params(self, params: np.ndarray, name: str = "params") -> None:
         """Raise ``ValueError`` if a parameter value contradicts its SymPy assumptions.
@@ -329,7 +329,7 @@ class VectorField:
         self._no_solves("divergence")
         return sp.Add(*[sp.diff(f, x) for f, x in zip(self.rhs, self.states, strict=True)])
 
-    def _total_derivatives(self) -> tuple[list[DerivSpec], Any]:
+    def total_derivatives(self) -> tuple[list[DerivSpec], Any]:
         """Derivative solves and the total derivative D_j through the solves' unknowns.
 
         du_k/dx_j solves K_k du_k/dx_j = D_j b_k - (D_j K_k) u_k, where D_j differentiates
@@ -459,7 +459,7 @@ class VectorField:
                 "solves' unknowns (a with_divergence() field) would need second derivatives"
             )
         if self._solve_specs and ({"jacobian", "divergence"} & set(companions) or dsyms):
-            derivs, D = self._total_derivatives()
+            derivs, D = self.total_derivatives()
         if dsyms & set().union(*(sp.sympify(e).free_symbols for e in self.rhs)):
             need.add("rhs")
         if self.observables and dsyms & set().union(
@@ -492,8 +492,11 @@ class VectorField:
         )  # fmt: skip
 
     # ------------------------------------------------------------------- numeric ----
-    def compile(self, companions: Iterable[str] = ("observables", "divergence")):
+    def compile(self, companions: Iterable[str] = ("observables", "divergence")) -> CompiledSystem:
         """Generate, compile (or fetch from the cache) and load the kernels.
+
+        Compiled kernels are kept for the life of the field: a later call asking for a
+        subset of the companions gets the same :class:`~nhfast._kernels.CompiledSystem`.
 
         Parameters
         ----------
@@ -506,15 +509,13 @@ class VectorField:
         -------
         nhfast._kernels.CompiledSystem
         """
-        from nhfast._kernels import compile_system
-
         wanted = frozenset(companions)
-        for have, cs in self._compiled.items():
+        built: dict[frozenset, CompiledSystem] = memo(self, "kernels", dict)
+        for have, cs in list(built.items()):
             if wanted <= have:
                 return cs
-        cs = compile_system(self, sorted(wanted))
-        self._compiled[wanted] = cs
-        return cs
+        cs = compile_kernels(self.kernel_set(sorted(wanted)), self.name, input_check(self))
+        return built.setdefault(wanted, cs)
 
     def evaluate(self, kind: str, x, t=0.0, params=None) -> np.ndarray:
         """Evaluate a kernel family (``"rhs"``, ``"jacobian"``, ...) at states ``x``.
@@ -524,6 +525,18 @@ class VectorField:
         """
         fams = () if kind == "rhs" else (kind,)
         return self.compile(fams).evaluate(kind, x, t=t, params=params)
+
+
+def input_check(vf: VectorField) -> InputCheck:
+    """``vf.check_inputs`` through a weak reference (compiled kernels are memoised on ``vf``)."""
+    ref = weakref.WeakMethod(vf.check_inputs)
+
+    def check(x: np.ndarray, params: np.ndarray, name: str) -> None:
+        method = ref()
+        if method is not None:
+            method(x, params, name)
+
+    return check
 
 
 class HamiltonianSystem(VectorField):

@@ -28,7 +28,7 @@ on all samples the answer is the constant density.
 Example
 -------
 >>> import numpy as np
->>> from nhfast.systems.examples import veselova
+>>> from nhfast.systems import veselova
 >>> from nhfast.analysis.sampling import as_vector_field, sample_box
 >>> from nhfast.analysis.density import discover_density
 >>> vf = as_vector_field(veselova(3))
@@ -50,6 +50,8 @@ import numpy as np
 import scipy.linalg
 import sympy as sp
 
+from nhfast._kernels import numpy_rows
+from nhfast._validate import positive_int
 from nhfast.analysis.result import Check
 from nhfast.analysis.sampling import as_vector_field, check_states
 from nhfast.vectorfield import VectorField
@@ -136,17 +138,9 @@ class _Evaluator:
         self.f = cs.evaluate("rhs", x, params=p)
         self.div = cs.evaluate("divergence", x, params=p)[:, 0]
         self.args = [*vf.states, *vf.params]
-        self.cols = [x[:, i] for i in range(x.shape[1])] + [par[:, k] for k in range(par.shape[1])]
 
     def values(self, exprs: list[sp.Expr]) -> np.ndarray:
-        if not exprs:
-            return np.zeros((self.x.shape[0], 0))
-        fn = sp.lambdify(self.args, list(exprs), modules="numpy")
-        with np.errstate(all="ignore"):
-            vals = fn(*self.cols)
-        return np.stack(
-            [np.broadcast_to(np.asarray(v, dtype=float), (self.x.shape[0],)) for v in vals], axis=1
-        )
+        return numpy_rows(self.args, exprs)(self.x, self.par)
 
     def along(self, exprs: list[sp.Expr]) -> np.ndarray:
         """``X[e](x_i)`` for each expression: shape (n_samples, len(exprs))."""
@@ -158,7 +152,6 @@ class _Evaluator:
         new = object.__new__(_Evaluator)
         new.vf, new.x, new.par = self.vf, self.x[rows], self.par[rows]
         new.f, new.div, new.args = self.f[rows], self.div[rows], self.args
-        new.cols = [c[rows] for c in self.cols]
         return new
 
 
@@ -350,8 +343,7 @@ def discover_density(
     if callable(samples):
         samples = samples(vf)
     x, par = check_states(system, samples, params, "samples")
-    if not (isinstance(degree, int) and not isinstance(degree, bool) and degree >= 1):
-        raise ValueError(f"degree must be a positive int, got {degree!r}")
+    degree = positive_int(degree, "degree")
     if not (isinstance(tol, float | int) and 0 < tol < 1):
         raise ValueError(f"tol must be a number in (0, 1), got {tol!r}")
     if not (isinstance(holdout, float | int) and 0 < holdout < 1):

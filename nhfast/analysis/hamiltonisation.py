@@ -1,4 +1,4 @@
-"""Hamiltonisation checks for Chaplygin systems (seed 004, Sections 3.4-3.5).
+"""Hamiltonisation checks for Chaplygin systems (García-Naranjo and Marrero 2020, Sec. 3.4-3.5).
 
 Every check returns a :class:`nhfast.analysis.result.Check`:
 
@@ -16,9 +16,9 @@ Every check returns a :class:`nhfast.analysis.result.Check`:
 * :func:`hamiltonisation_report` -- all of the above as a :class:`~nhfast.analysis.result.Report`
   whose last check is the verdict, and :func:`summary`, a plain-text digest.
 
-Matrix convention for 2-forms (digest seed004.md Section 2.1): ``Omega = 1/2 W_ab dx^a ^ dx^b``
-on ``x = (s, p)``, ``W = [[Cp, I], [-I, 0]]`` with ``(Cp)_ij = C^k_ij p_k``; the exterior
-derivative is ``(d Omega)_abc = d_a W_bc + d_b W_ca + d_c W_ab``.
+Matrix convention for 2-forms: ``Omega = 1/2 W_ab dx^a ^ dx^b`` on ``x = (s, p)``,
+``W = [[Cp, I], [-I, 0]]`` with ``(Cp)_ij = C^k_ij p_k``; the exterior derivative is
+``(d Omega)_abc = d_a W_bc + d_b W_ca + d_c W_ab``.
 """
 
 from __future__ import annotations
@@ -30,9 +30,14 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from nhfast._kernels import numpy_rows
+from nhfast._validate import params_rows, real_array
 from nhfast._validate import positive as _positive
 from nhfast.analysis.result import Check, Report
+from nhfast.hamiltonised import GAUSS_METHODS
 from nhfast.integrate import integrate
+from nhfast.symbolic.chaplygin import reduced_system
+from nhfast.symbolic.time_change import time_changed_system
 from nhfast.vectorfield import VectorField
 
 __all__ = [
@@ -50,71 +55,22 @@ __all__ = [
 # ------------------------------------------------------------------------------ helpers ----
 
 
-def _reduced(system: Any) -> Any:
-    from nhfast.symbolic.systems import ChaplyginSystem, ReducedChaplyginSystem
-
-    if isinstance(system, ChaplyginSystem):
-        return system.reduce()
-    if isinstance(system, ReducedChaplyginSystem):
-        return system
-    raise TypeError(
-        f"system must be a ChaplyginSystem or ReducedChaplyginSystem, got {type(system).__name__}"
-    )
-
-
 def _finite_array(value: Any, name: str, ndim: int, last: int | None = None) -> np.ndarray:
-    try:
-        a = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be an array of real numbers: {exc}") from None
+    """A finite real array of ``ndim`` dimensions (one less: a single row), ``last`` columns."""
+    a = real_array(value, name)
     if a.ndim == ndim - 1:
         a = a[None]
     if a.ndim != ndim or (last is not None and a.shape[-1] != last):
         want = f"(m, {last})" if ndim == 2 else f"{ndim} dimensions"
         raise ValueError(f"{name} must have shape {want}, got {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} contains NaN or infinite values")
     return a
-
-
-def _param_rows(params: Any, names: Sequence[sp.Symbol], m: int, name: str = "params") -> Any:
-    npar = len(names)
-    if npar == 0:
-        if params is not None and np.size(params) != 0:
-            raise ValueError(f"{name} given, but the system has no parameters")
-        return np.zeros((m, 0))
-    if params is None:
-        raise ValueError(f"{name} is required: values for {', '.join(map(str, names))}")
-    par = np.asarray(params, dtype=float)
-    if par.shape == (npar,):
-        return np.broadcast_to(par, (m, npar))
-    if par.shape != (m, npar):
-        raise ValueError(
-            f"{name} must have shape ({npar},) or ({m}, {npar}) for "
-            f"{', '.join(map(str, names))}; got {par.shape}"
-        )
-    if not np.all(np.isfinite(par)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return par
-
-
-def _lambdify_rows(args: Sequence[sp.Symbol], exprs: Sequence[sp.Expr]) -> Callable:
-    """``f(cols) -> (m, len(exprs))`` from column arrays (constants broadcast)."""
-    f = sp.lambdify(list(args), list(exprs), modules="numpy")
-
-    def rows(x: np.ndarray) -> np.ndarray:
-        m = x.shape[0]
-        vals = f(*[x[:, i] for i in range(x.shape[1])])
-        return np.stack([np.broadcast_to(np.asarray(v, dtype=float), (m,)) for v in vals], 1)
-
-    return rows
 
 
 # ------------------------------------------------------------------- phi-simplicity ----
 
 
 def phi_simplicity(system: Any, simplify: bool = False) -> Check:
-    """Symbolic phi-simplicity test (seed 004 Definition 3.19, Theorem 3.21).
+    """Symbolic phi-simplicity test (García-Naranjo and Marrero 2020, Def. 3.19, Thm. 3.21).
 
     Parameters
     ----------
@@ -132,7 +88,7 @@ def phi_simplicity(system: Any, simplify: bool = False) -> Check:
     """
     from nhfast.symbolic.chaplygin import gyroscopic_tensor_vanishes, phi_simple
 
-    red = _reduced(system)
+    red = reduced_system(system)
     r = red.rank
     zero = gyroscopic_tensor_vanishes(red.C)
     figures: dict[str, Any] = {"r": r, "gyroscopic tensor T = 0": zero}
@@ -177,13 +133,13 @@ def gyroscopic_function(system: Any) -> Callable[[np.ndarray, Any], np.ndarray]:
         ``f(s, params=None)``, ``s`` of shape ``(m, r)``, ``params`` of shape
         ``(n_params,)`` or ``(m, n_params)``.
     """
-    red = _reduced(system)
+    red = reduced_system(system)
     r = red.rank
-    rows = _lambdify_rows([*red.s, *red.params], list(sp.flatten(red.C)))
+    rows = numpy_rows([*red.s, *red.params], list(sp.flatten(red.C)))
 
     def C(s: Any, params: Any = None) -> np.ndarray:
         s = _finite_array(s, "s", 2, r)
-        par = _param_rows(params, red.params, s.shape[0])
+        par = params_rows(params, red.params, s.shape[0], full=True)
         return rows(np.hstack([s, par])).reshape(s.shape[0], r, r, r)
 
     return C
@@ -338,7 +294,7 @@ def _d_two_form(
 
 
 def conformal_closedness(system: Any, x: Any, params: Any = None, tol: float = 1e-10) -> Check:
-    """``d(exp(phi) Omega_nh) = 0`` on sample points (seed 004 Theorem 3.21(i), Lemma 3.24).
+    """``d(exp(phi) Omega_nh) = 0`` on sample points (ibid., Theorem 3.21(i), Lemma 3.24).
 
     ``exp(-phi) d(exp(phi) Omega_nh) = d phi ^ Omega_nh + d Omega_nh`` needs only ``d phi``; the
     candidate ``d_j phi = C^i_ij`` (``i != j``) is the only possible one (a closed
@@ -365,14 +321,14 @@ def conformal_closedness(system: Any, x: Any, params: Any = None, tol: float = 1
         Figures: the maxima of the conformal residual and of ``d Omega_nh`` (control: zero
         only when ``T = 0``); samples: per-point residuals.
     """
-    red = _reduced(system)
+    red = reduced_system(system)
     r = red.rank
     x = _finite_array(x, "x", 2, 2 * r)
     tol = _positive(tol, "tol")
     name = "closedness d(exp(phi) Omega_nh) = 0 on samples"
     if r < 2:
         return Check(name, None, f"not applicable: r = {r} < 2", {"r": r})
-    par = _param_rows(params, red.params, x.shape[0])
+    par = params_rows(params, red.params, x.shape[0], full=True)
     p = [sp.Dummy(f"p{i}") for i in range(r)]
     coords = [*red.s, *p]
     W = _omega_nh(red.C, red.s, p)
@@ -382,7 +338,7 @@ def conformal_closedness(system: Any, x: Any, params: Any = None, tol: float = 1
     conf = _d_two_form(W, coords, g)
     curl = [sp.diff(grad[j], red.s[i]) - sp.diff(grad[i], red.s[j]) for i, j in
             itertools.combinations(range(r), 2)]  # fmt: skip
-    f = _lambdify_rows([*coords, *red.params], [*conf, *d_omega, *curl])
+    f = numpy_rows([*coords, *red.params], [*conf, *d_omega, *curl])
     vals = np.abs(f(np.hstack([x, par])))
     nc, nd = len(conf), len(d_omega)
     res_c = np.max(vals[:, :nc], axis=1)
@@ -500,17 +456,16 @@ def hamiltonised_flow_checks(
         defect in ``(s, p)`` as a control figure), orbit agreement.  Series are against
         ``tau`` (key ``"t"``; the mean ``t(tau)`` is a series too).
     """
-    from nhfast.hamiltonised import GAUSS_METHODS, time_changed_system
     from nhfast.symbolic.equations import chaplygin_equations
 
     if method not in GAUSS_METHODS:
         raise ValueError(f"method must be one of {', '.join(GAUSS_METHODS)}, got {method!r}")
-    red = _reduced(system)
+    red = reduced_system(system)
     r = red.rank
     tcs = time_changed_system(red)
     x = _finite_array(x0, "x0", 2, 2 * r)
     L = x.shape[0]
-    par = np.ascontiguousarray(_param_rows(params, red.params, L))
+    par = params_rows(params, red.params, L, full=True)
     tau_final = _positive(tau_final, "tau_final")
     h = _positive(h, "h")
     for nm, tv in (("energy_tol", energy_tol), ("symplectic_tol", symplectic_tol)):
@@ -657,11 +612,11 @@ def hamiltonisation_report(
     """
     from nhfast.symbolic.equations import chaplygin_equations
 
-    red = _reduced(system)
+    red = reduced_system(system)
     r = red.rank
     x = _finite_array(x0, "x0", 2, 2 * r)
     t_final = _positive(t_final, "t_final")
-    par = _param_rows(params, red.params, x.shape[0])
+    par = params_rows(params, red.params, x.shape[0], full=True)
     orig = chaplygin_equations(red, simplify=False).as_vector_field()
     t = np.linspace(0.0, t_final, n_out)
     traj = integrate(

@@ -1,4 +1,4 @@
-"""Invariant-measure checks on sampled trajectories (DESIGN section 4, seed 004 Section 3.3).
+"""Invariant-measure checks on sampled trajectories (García-Naranjo and Marrero 2020, Sec. 3.3).
 
 For ``x' = X(x)`` and ``ell(t) = int_0^t div X(x(s)) ds`` (Liouville's integral: the coordinate
 volume of a small ball around ``x(0)`` grows by ``exp(ell(t))``), a density ``rho > 0`` is
@@ -12,28 +12,10 @@ returns a :class:`~nhfast.analysis.result.Check`.  Independently, for a few traj
 integrates the variational equations ``M' = DX M`` and compares ``log |det M(t)|`` with
 ``ell(t)`` (Liouville's formula), which tests the divergence and its integration.
 
-Verdict threshold (the rule)::
-
-    threshold = safety * max(E, rtol * G, 100 * eps * (1 + S))
-
-* ``E``: the measured integration error of the defect, ``max |defect(rtol) - defect(rtol_ref)|``
-  with a second run at ``rtol_ref = rtol / 1000`` (``atol`` likewise).  For an invariant density
-  the defect of the first run *is* integration error, and ``E`` estimates it a posteriori (the
-  reference run is about a thousand times more accurate);
-* ``rtol * G``: the a-priori size of that error, ``G = max_t ||DPhi_t||_2`` (at least 1) the
-  growth factor of perturbations measured on the Jacobian lanes (a local error ``rtol`` relative
-  to the states grows at most by ``G`` in the states and hence in ``log rho``, ``ell``);
-* ``100 eps (1 + S)``: roundoff of the sum, ``S = max |log rho| + max |ell|``;
-* ``safety`` (default 10).
-
-A density that is *not* invariant gives a defect that does not shrink with the tolerance, so it
-lies far above this threshold.  If the Liouville-formula figure ``max |log det DPhi - ell|``
-itself exceeds the threshold, the integration is not trusted and the verdict is ``None``.
-
 Example
 -------
 >>> import numpy as np
->>> from nhfast.systems.examples import veselova
+>>> from nhfast.systems import veselova
 >>> from nhfast.analysis.sampling import as_vector_field, sample_box
 >>> from nhfast.analysis.measure import check_measure
 >>> vf = as_vector_field(veselova(3))
@@ -53,6 +35,8 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from nhfast._cache import memo
+from nhfast._validate import output_times, positive
 from nhfast.analysis.result import Check
 from nhfast.analysis.sampling import as_vector_field, check_states
 from nhfast.integrate import integrate
@@ -135,7 +119,7 @@ def density_expression(density: Any, system: Any, vf: VectorField) -> tuple[sp.E
 
 def liouville_field(vf: VectorField) -> VectorField:
     """``vf`` with the Liouville state ``ell`` (last), ``ell' = div X``; cached on ``vf``."""
-    return _cached(vf, "liouville", lambda: vf.with_divergence("nh_ell"))
+    return memo(vf, "liouville field", lambda: vf.with_divergence("nh_ell"))
 
 
 def density_kernel(vf: VectorField, rho: sp.Expr) -> VectorField:
@@ -154,17 +138,6 @@ def density_kernel(vf: VectorField, rho: sp.Expr) -> VectorField:
     )
 
 
-def _cached(vf: VectorField, kind: str, build: Callable[[], Any]) -> Any:
-    """Derived fields are built once per ``vf`` object (their kernels compile once).
-
-    The cache lives on the object itself (like ``VectorField._compiled``), so it goes with it.
-    """
-    cache = vf.__dict__.setdefault("_nh_analysis_cache", {})
-    if kind not in cache:
-        cache[kind] = build()
-    return cache[kind]
-
-
 def variational_field(vf: VectorField) -> tuple[VectorField, Callable, Callable]:
     """Variational equations ``M' = DX M`` of ``vf``, also for fields with ``solves``; cached.
 
@@ -176,25 +149,10 @@ def variational_field(vf: VectorField) -> tuple[VectorField, Callable, Callable]
     split : callable
         ``y (..., N) -> (x (..., n), M (..., n, n))``.
     """
-    return _cached(vf, "variational", lambda: _variational(vf))
-
-
-def _variational(vf: VectorField) -> tuple[VectorField, Callable, Callable]:
+    field = memo(vf, "variational field", lambda: _variational(vf))
     if not vf.solves:
-        return vf.variational(), vf.variational_initial, vf.variational_split
+        return field, vf.variational_initial, vf.variational_split
     n = vf.n_state
-    _, D = vf._total_derivatives()
-    M = sp.Matrix(n, n, lambda i, j: sp.Dummy(f"M_{i}_{j}"))
-    dX = sp.Matrix(n, n, lambda i, j: D(vf.rhs[i], j))
-    dM = dX * M
-    field = VectorField(
-        states=[*vf.states, *M],
-        rhs=[*vf.rhs, *dM],
-        params=vf.params,
-        time=vf.time,
-        name=f"{vf.name} (variational)",
-        solves=vf.solves,
-    )
 
     def initial(x0: np.ndarray) -> np.ndarray:
         x0 = np.asarray(x0, dtype=float)
@@ -208,21 +166,30 @@ def _variational(vf: VectorField) -> tuple[VectorField, Callable, Callable]:
     return field, initial, split
 
 
+def _variational(vf: VectorField) -> VectorField:
+    if not vf.solves:
+        return vf.variational()
+    n = vf.n_state
+    _, D = vf.total_derivatives()
+    M = sp.Matrix(n, n, lambda i, j: sp.Dummy(f"M_{i}_{j}"))
+    dX = sp.Matrix(n, n, lambda i, j: D(vf.rhs[i], j))
+    return VectorField(
+        states=[*vf.states, *M],
+        rhs=[*vf.rhs, *(dX * M)],
+        params=vf.params,
+        time=vf.time,
+        name=f"{vf.name} (variational)",
+        solves=vf.solves,
+    )
+
+
 def _times(t: Any) -> np.ndarray:
+    """A final time ``T`` (51 outputs on ``[0, T]``) or increasing output times."""
     if np.ndim(t) == 0:
-        try:
-            T = float(t)
-        except (TypeError, ValueError):
-            raise TypeError(f"t must be a final time or an array of times, got {t!r}") from None
-        if not (np.isfinite(T) and T > 0):
-            raise ValueError(f"t must be a positive final time, got {t!r}")
-        return np.linspace(0.0, T, 51)
-    arr = np.asarray(t, dtype=float)
-    if arr.ndim != 1 or arr.size < 2 or not np.all(np.isfinite(arr)) or np.any(np.diff(arr) <= 0):
-        raise ValueError(
-            f"t must be a positive final time or an increasing 1-d array of at least 2 "
-            f"finite times, got shape {arr.shape}"
-        )
+        return np.linspace(0.0, positive(t, "t"), 51)
+    arr = output_times(t, "t", increasing=True)
+    if arr.size < 2:
+        raise ValueError(f"t must hold at least 2 times, got shape {arr.shape}")
     return arr
 
 
@@ -306,6 +273,26 @@ def check_measure(
     TypeError, ValueError
         Bad ``system``, ``density`` (wrong symbols, not positive on the samples),
         ``samples`` (shape, NaN, off the domain or the constraint manifold), ``t``, ``params``.
+
+    Notes
+    -----
+    Verdict threshold (the rule)::
+
+        threshold = safety * max(E, rtol * G, 100 * eps * (1 + S))
+
+    * ``E``: the measured integration error of the defect, ``max |defect(rtol) - defect(rtol_ref)|``
+      with a second run at ``rtol_ref = rtol / 1000`` (``atol`` likewise).  For an invariant density
+      the defect of the first run *is* integration error, and ``E`` estimates it a posteriori (the
+      reference run is about a thousand times more accurate);
+    * ``rtol * G``: the a-priori size of that error, ``G = max_t ||DPhi_t||_2`` (at least 1) the
+      growth factor of perturbations measured on the Jacobian lanes (a local error ``rtol`` relative
+      to the states grows at most by ``G`` in the states and hence in ``log rho``, ``ell``);
+    * ``100 eps (1 + S)``: roundoff of the sum, ``S = max |log rho| + max |ell|``;
+    * ``safety`` (default 10).
+
+    A density that is *not* invariant gives a defect that does not shrink with the tolerance, so it
+    lies far above this threshold.  If the Liouville-formula figure ``max |log det DPhi - ell|``
+    itself exceeds the threshold, the integration is not trusted and the verdict is ``None``.
     """
     vf = as_vector_field(system)
     rho, label = density_expression(density, system, vf)

@@ -13,13 +13,13 @@ Constraints.  A system "has a constraint manifold" when it is an ``EquationsOfMo
 ``constraints`` (functions that vanish), or a ``VectorField`` with observables named
 ``constraint`` or ``*_constraint`` (must vanish; a sum of squares counts as one equation per
 square) or ``gamma_norm`` (must equal 1: the advected Poisson vector of a rigid body, or the
-embedded sphere of :func:`nhfast.systems.veselova_body.forms.veselova_embedded`).
+embedded sphere of :func:`nhfast.systems.veselova_embedded`).
 
 Every function accepts a ``VectorField`` or anything :func:`as_vector_field` converts.
 
 Example
 -------
->>> from nhfast.systems.examples import veselova
+>>> from nhfast.systems import veselova
 >>> from nhfast.analysis.sampling import as_vector_field, sample_box
 >>> vf = as_vector_field(veselova(3))
 >>> x0 = sample_box(vf, 16, low=[-0.5, -0.5, -1, -1], high=[0.5, 0.5, 1, 1], seed=1)
@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from nhfast._kernels import numpy_rows
+from nhfast._validate import params_rows, positive_int
 from nhfast.vectorfield import VectorField
 
 __all__ = [
@@ -149,27 +151,7 @@ def check_params(vf: VectorField, params: Any, n_rows: int, name: str = "params"
     TypeError, ValueError
         Missing, non-numeric, non-finite or wrongly shaped values (naming ``name``).
     """
-    npar = vf.n_params
-    if npar == 0:
-        if params is not None and np.size(params) != 0:
-            raise ValueError(f"{name}: the system has no parameters, got shape {np.shape(params)}")
-        return np.zeros((n_rows, 0))
-    if params is None:
-        raise ValueError(f"{name} is required: values for {', '.join(map(str, vf.params))}")
-    try:
-        par = np.asarray(params, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be an array of real numbers: {exc}") from None
-    if par.shape == (npar,):
-        par = np.broadcast_to(par, (n_rows, npar))
-    elif par.shape != (n_rows, npar):
-        raise ValueError(
-            f"{name} must have shape ({npar},) or ({n_rows}, {npar}) for "
-            f"{', '.join(map(str, vf.params))}; got {par.shape}"
-        )
-    if not np.all(np.isfinite(par)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return np.ascontiguousarray(par)
+    return params_rows(params, vf.params, n_rows, name, full=True)
 
 
 def _optional_params(vf: VectorField, params: Any, n_rows: int, exprs: Sequence[sp.Expr]) -> Any:
@@ -181,19 +163,9 @@ def _optional_params(vf: VectorField, params: Any, n_rows: int, exprs: Sequence[
     return check_params(vf, params, n_rows)
 
 
-def _lambdify(vf: VectorField, exprs: Sequence[sp.Expr]) -> Any:
-    return sp.lambdify([*vf.states, *vf.params], list(exprs), modules="numpy")
-
-
 def _eval(vf: VectorField, exprs: Sequence[sp.Expr], x: np.ndarray, par: np.ndarray) -> np.ndarray:
     """Evaluate expressions row-wise: result of shape ``(rows, len(exprs))``."""
-    f = _lambdify(vf, exprs)
-    cols = [x[:, i] for i in range(x.shape[1])] + [par[:, k] for k in range(par.shape[1])]
-    with np.errstate(all="ignore"):
-        vals = f(*cols)
-    return np.stack(
-        [np.broadcast_to(np.asarray(v, dtype=float), (x.shape[0],)) for v in vals], axis=1
-    )
+    return numpy_rows([*vf.states, *vf.params], exprs)(x, par)
 
 
 def _domain_ok(vf: VectorField, x: np.ndarray, par: np.ndarray) -> np.ndarray:
@@ -250,15 +222,7 @@ def check_states(
     if bad.size:
         raise ValueError(f"{name} contains NaN or infinite values (first at row {bad[0]})")
     par = check_params(vf, params, arr.shape[0])
-    if vf.domain:
-        vals = _eval(vf, list(vf.domain.values()), arr, par)
-        for j, label in enumerate(vf.domain):
-            out = np.flatnonzero(~(vals[:, j] > 0))
-            if out.size:
-                raise ValueError(
-                    f"{name}: {out.size} state(s) outside the domain of {vf.name!r}: "
-                    f"condition {label!r} ({vf.domain[label]} > 0) fails at row {out[0]}"
-                )
+    vf.check_domain(arr, par, name)
     cons = constraint_functions(system if not isinstance(system, VectorField) else vf)
     if cons:
         vals = _eval(vf, list(cons.values()), arr, par)
@@ -335,12 +299,6 @@ def _box(vf: VectorField, low: Any, high: Any) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def _check_n(n: Any) -> int:
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
-    return int(n)
-
-
 def sample_box(
     system: Any,
     n: int,
@@ -380,7 +338,7 @@ def sample_box(
         Bad bounds, or too few states of the box inside the domain.
     """
     vf = as_vector_field(system)
-    n = _check_n(n)
+    n = positive_int(n, "n")
     lo, hi = _box(vf, low, high)
     if params is not None and np.ndim(params) != 1:
         raise ValueError(f"params must have shape ({vf.n_params},) here, got {np.shape(params)}")
@@ -464,7 +422,7 @@ def sample_energy_shell(
         below the energy level.
     """
     vf = as_vector_field(system)
-    n = _check_n(n)
+    n = positive_int(n, "n")
     if "energy" not in (vf.observables or {}):
         raise ValueError(f"system: {vf.name!r} has no 'energy' observable")
     e_target = float(energy)

@@ -1,7 +1,7 @@
 """Chaplygin reduction objects: gyroscopic coefficients, Theta, invariant measure, phi-simplicity,
-Hamiltonisation (seed 004, Sections 3.3-3.5).
+Hamiltonisation (García-Naranjo and Marrero 2020, Sections 3.3-3.5).
 
-Conventions (checked against the seed text, not only the digest):
+Conventions (checked against the paper):
 
 * ``C[i, j, k] = C^k_ij`` with ``P[hor d_i, hor d_j] = C^k_ij hor d_k`` (3.6).
 * ``Theta = C^j_ji ds^i`` (3.27), i.e. ``Theta_i = sum_j C[j, i, j]`` -- mind the index order,
@@ -23,8 +23,14 @@ from typing import Any
 
 import sympy as sp
 
-from nhfast.symbolic._util import Simplifier, as_symbol_list, is_zero, simplifier
-from nhfast.symbolic.equations import EquationsOfMotion, LinearSolve, _fresh, _use_inverse
+from nhfast.symbolic._util import (
+    Simplifier,
+    as_symbol_list,
+    fresh_symbols,
+    is_zero,
+    simplifier,
+)
+from nhfast.symbolic.equations import EquationsOfMotion, LinearSolve, _use_inverse
 
 __all__ = [
     "gyroscopic_coefficients",
@@ -40,10 +46,18 @@ __all__ = [
     "phi_simple",
     "HamiltonisedSystem",
     "hamiltonise",
+    "reduced_system",
 ]
 
 
-def _reduced(system: Any, simplify: Simplifier = True) -> Any:
+def reduced_system(system: Any) -> Any:
+    """The :class:`ReducedChaplyginSystem` of a Chaplygin system (itself if already reduced).
+
+    Raises
+    ------
+    TypeError
+        If ``system`` is neither.
+    """
     from nhfast.symbolic.systems import ChaplyginSystem, ReducedChaplyginSystem
 
     if isinstance(system, ChaplyginSystem):
@@ -56,7 +70,7 @@ def _reduced(system: Any, simplify: Simplifier = True) -> Any:
 
 
 def gyroscopic_coefficients(system: Any, simplify: Simplifier = True) -> sp.NDimArray:
-    """Gyroscopic coefficients ``C[i, j, k] = C^k_ij(s)`` (seed 004 (3.6)).
+    """Gyroscopic coefficients ``C[i, j, k] = C^k_ij(s)`` ((3.6)).
 
     Parameters
     ----------
@@ -68,7 +82,7 @@ def gyroscopic_coefficients(system: Any, simplify: Simplifier = True) -> sp.NDim
     sympy.NDimArray
         Shape ``(r, r, r)``.
     """
-    return _reduced(system, simplify).C
+    return reduced_system(system).C
 
 
 def gyroscopic_tensor_vanishes(C: sp.NDimArray) -> bool:
@@ -77,7 +91,7 @@ def gyroscopic_tensor_vanishes(C: sp.NDimArray) -> bool:
 
 
 def is_skew_symmetric(C: sp.NDimArray) -> bool:
-    """True when ``C^k_ij = -C^k_ji`` exactly (Prop. 3.4 of seed 004)."""
+    """True when ``C^k_ij = -C^k_ji`` exactly (Prop. 3.4)."""
     r = C.shape[0]
     return all(
         is_zero(C[i, j, k] + C[j, i, k]) for i in range(r) for j in range(i, r) for k in range(r)
@@ -195,7 +209,7 @@ def integrate_exact_form(
 
 @dataclass
 class MeasureResult:
-    """Outcome of the basic-invariant-measure test (Theorem 3.11 of seed 004).
+    """Outcome of the basic-invariant-measure test (Theorem 3.11).
 
     Attributes
     ----------
@@ -233,7 +247,7 @@ def invariant_measure(system: Any, simplify: Simplifier = True) -> MeasureResult
     -------
     MeasureResult
     """
-    red = _reduced(system, simplify)
+    red = reduced_system(system)
     th = theta_form(red.C, simplify=simplify)
     dth = exterior_derivative(th, red.s, simplify=simplify)
     if not all(is_zero(e) for e in dth):
@@ -253,7 +267,7 @@ def invariant_measure(system: Any, simplify: Simplifier = True) -> MeasureResult
 
 @dataclass
 class PhiSimpleResult:
-    """Outcome of the phi-simplicity test (Definition 3.19 of seed 004).
+    """Outcome of the phi-simplicity test (Definition 3.19).
 
     Attributes
     ----------
@@ -292,7 +306,7 @@ def phi_simple(system: Any, simplify: Simplifier = True) -> PhiSimpleResult:
     -------
     PhiSimpleResult
     """
-    red = _reduced(system, simplify)
+    red = reduced_system(system)
     simp = simplifier(simplify)
     C, s, r = red.C, red.s, red.rank
     if r < 2:
@@ -331,7 +345,7 @@ def phi_simple(system: Any, simplify: Simplifier = True) -> PhiSimpleResult:
 
 @dataclass
 class HamiltonisedSystem:
-    """Hamiltonised Chaplygin system (seed 004 Thm 3.21 / Cor 3.22, made explicit).
+    """Hamiltonised Chaplygin system (Theorem 3.21 / Corollary 3.22, made explicit).
 
     Attributes
     ----------
@@ -423,7 +437,7 @@ def hamiltonise(
     -------
     HamiltonisedSystem
     """
-    red = _reduced(system, simplify)
+    red = reduced_system(system)
     simp = simplifier(simplify)
     if phi is None:
         res = phi_simple(red, simplify=simplify)
@@ -434,7 +448,7 @@ def hamiltonise(
     s, K, r = red.s, red.K, red.rank
     taken = {str(x) for x in (*s, *red.params)}
     if momenta is None:
-        pt = _fresh("pt", [str(x) for x in s], taken)
+        pt = fresh_symbols([f"pt_{x}" for x in s], taken)
     else:
         pt = as_symbol_list(momenta, "momenta")
         if len(pt) != r:
@@ -444,7 +458,7 @@ def hamiltonise(
     if _use_inverse(inverse, r):  # type: ignore[arg-type]
         w = K.LUsolve(ptv).applyfunc(simp)
     else:
-        ws = _fresh("w", [str(i + 1) for i in range(r)], taken | {str(x) for x in pt})
+        ws = fresh_symbols([f"w_{i + 1}" for i in range(r)], taken | {str(x) for x in pt})
         solves.append(LinearSolve(unknowns=ws, matrix=K, rhs=list(ptv)))
         w = sp.Matrix(ws)
     e2 = sp.exp(-2 * phi)
@@ -475,7 +489,7 @@ def hamiltonise(
 def reducing_multiplier(system: Any, simplify: Simplifier = True) -> HamiltonisedSystem:
     """Chaplygin's reducing multiplier for a rank-2 Chaplygin system.
 
-    For ``r = 2`` a basic invariant measure ``exp(sigma) ds dp`` (Theorem 3.11 of seed 004,
+    For ``r = 2`` a basic invariant measure ``exp(sigma) ds dp`` (Theorem 3.11,
     ``Theta = d sigma``) is all that is needed: with ``phi = sigma / (r - 1) = sigma`` the
     system is phi-simple (Corollary 3.25: for r = 2, phi-simple iff Theta is exact) and the
     time change ``dt = exp(-phi) dtau`` with ``ptilde = exp(phi) p`` makes it Hamiltonian
@@ -495,7 +509,7 @@ def reducing_multiplier(system: Any, simplify: Simplifier = True) -> Hamiltonise
     ValueError
         If ``r != 2`` or the system has no basic invariant measure (with the reason).
     """
-    red = _reduced(system, simplify)
+    red = reduced_system(system)
     if red.rank != 2:
         raise ValueError(f"system: the reducing multiplier needs rank r = 2, got r = {red.rank}")
     measure = invariant_measure(red, simplify=simplify)

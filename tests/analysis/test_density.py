@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 from nhfast.analysis.density import DensityFit, discover_density, monomials
 from nhfast.analysis.measure import check_measure
 from nhfast.analysis.sampling import as_vector_field, sample_box
-from nhfast.systems.examples import (
+from nhfast.systems import (
     chaplygin_sleigh,
     holonomic_particle,
     nonholonomic_particle,
     veselova,
 )
-from nhfast.systems.veselova_body.forms import veselova_embedded
+from nhfast.systems.veselova_body import veselova_embedded
 
 
 def _c_chart(s: list, a: np.ndarray) -> sp.Expr:

@@ -24,7 +24,7 @@ from nhfast.analysis.hamiltonisation import (
     summary,
 )
 from nhfast.symbolic.equations import chaplygin_equations
-from nhfast.systems.examples import (
+from nhfast.systems import (
     chaplygin_sleigh,
     holonomic_particle,
     nonholonomic_particle,

@@ -15,14 +15,14 @@ from nhfast.analysis.measure import check_measure
 from nhfast.analysis.result import Check
 from nhfast.analysis.sampling import as_vector_field, sample_box
 from nhfast.symbolic.chaplygin import invariant_measure
-from nhfast.symbolic.liegroup import suslov
-from nhfast.systems.examples import (
+from nhfast.systems import (
     chaplygin_sleigh,
     holonomic_particle,
     nonholonomic_particle,
+    suslov,
     veselova,
 )
-from nhfast.systems.veselova_body.forms import veselova_embedded
+from nhfast.systems.veselova_body import veselova_embedded
 
 
 def _chart(n: int):

@@ -15,9 +15,8 @@ from nhfast.analysis.sampling import (
     sample_energy_shell,
 )
 from nhfast.symbolic.equations import chaplygin_equations
-from nhfast.symbolic.liegroup import suslov
-from nhfast.systems.examples import nonholonomic_particle, veselova
-from nhfast.systems.veselova_body.forms import veselova_embedded
+from nhfast.systems import nonholonomic_particle, suslov, veselova
+from nhfast.systems.veselova_body import veselova_embedded
 from nhfast.vectorfield import VectorField
 
 SUSLOV_I = [2.0, 3.0, 4.0, 0.3, -0.2]

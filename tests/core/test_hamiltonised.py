@@ -1,9 +1,9 @@
 """Measure-preserving integration of phi-simple Chaplygin systems (nhfast.hamiltonised).
 
-Oracles: DOP853 on the original reduced equations (3.17) of seed 004 at tight tolerance, the
-invariant density ``exp((r - 1) phi) ds dp`` of Theorem 3.21(ii) (checked on the output map
-by central differences), conservation of ``Htilde``, and the order of the Gauss scheme at
-output times off the ``tau`` grid (which would expose any interpolation).
+Oracles: DOP853 on the original reduced equations (3.17) of Garcia-Naranjo and Marrero (2020)
+at tight tolerance, the invariant density ``exp((r - 1) phi) ds dp`` of Theorem 3.21(ii)
+(checked on the output map by central differences), conservation of ``Htilde``, and the order
+of the Gauss scheme at output times off the ``tau`` grid (which would expose any interpolation).
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from nhfast import integrate, integrate_hamiltonised
 from nhfast.errors import IntegrationError, IntegrationWarning
-from nhfast.hamiltonised import integrate_hamiltonised, time_changed_system
-from nhfast.integrate import integrate
 from nhfast.symbolic.equations import chaplygin_equations
-from nhfast.systems.examples import (
+from nhfast.symbolic.time_change import time_changed_system
+from nhfast.systems import (
     chaplygin_sleigh,
     holonomic_particle,
     nonholonomic_particle,

@@ -25,9 +25,9 @@ T = [0.0, 1.0]
 
 def _system():
     try:
-        from nhfast.systems.veselova_body.structured import veselova_structured
+        from nhfast.systems.veselova_body import veselova_structured
     except ImportError:  # pragma: no cover - until the structured kernel exists
-        from nhfast.systems.veselova_body.forms import veselova_embedded
+        from nhfast.systems.veselova_body import veselova_embedded
 
         return veselova_embedded(N)
     return veselova_structured(N)

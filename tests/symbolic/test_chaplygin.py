@@ -30,7 +30,7 @@ from nhfast.symbolic.chaplygin import (
 )
 from nhfast.symbolic.equations import chaplygin_equations
 from nhfast.symbolic.systems import ReducedChaplyginSystem
-from nhfast.systems.examples import (
+from nhfast.systems import (
     chaplygin_sleigh,
     holonomic_particle,
     nonholonomic_particle,

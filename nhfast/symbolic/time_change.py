@@ -1,0 +1,106 @@
+"""A phi-simple Chaplygin system as the ``tau``-system the Hamiltonised integrator runs.
+
+Garcia-Naranjo and Marrero (2020), Theorem 3.21 and Corollary 3.22: after the time change
+``dt = exp(-phi) dtau`` and ``ptilde = exp(phi) p`` the reduced equations are canonical with
+``Htilde(s, ptilde) = H(s, exp(-phi) ptilde)``. :func:`time_changed_system` builds the vector
+fields of that system (with ``t`` as one more state) for
+:func:`nhfast.hamiltonised.integrate_hamiltonised`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy as sp
+
+from nhfast._cache import memo
+from nhfast.hamiltonised import TimeChangedSystem
+from nhfast.symbolic.chaplygin import HamiltonisedSystem, hamiltonise, reduced_system
+from nhfast.symbolic.systems import ChaplyginSystem, ReducedChaplyginSystem
+from nhfast.vectorfield import VectorField
+
+__all__ = ["time_changed_system"]
+
+
+def time_changed_system(system: Any, phi: Any = None) -> TimeChangedSystem:
+    """The ``tau``-system of a phi-simple Chaplygin system (built once per system object).
+
+    Parameters
+    ----------
+    system : ChaplyginSystem, ReducedChaplyginSystem, HamiltonisedSystem or TimeChangedSystem
+        A Chaplygin system is Hamiltonised with :func:`nhfast.symbolic.chaplygin.hamiltonise`
+        (which finds ``phi`` with :func:`~nhfast.symbolic.chaplygin.phi_simple` unless
+        ``phi`` is given).
+    phi : sympy.Expr, optional
+        ``phi(s)``; skips the phi-simplicity search (the result is then not memoised).
+
+    Returns
+    -------
+    TimeChangedSystem
+
+    Raises
+    ------
+    TypeError
+        If ``system`` is of another type.
+    ValueError
+        If the system is not phi-simple (the message gives the reason).
+    """
+    if isinstance(system, TimeChangedSystem):
+        return system
+    if not isinstance(system, (HamiltonisedSystem, ChaplyginSystem, ReducedChaplyginSystem)):
+        raise TypeError(
+            "system must be a ChaplyginSystem, ReducedChaplyginSystem or HamiltonisedSystem "
+            f"for the measure-preserving (Hamiltonised) method, got {type(system).__name__}"
+        )
+    if phi is not None:
+        return _build(system, phi)
+    return memo(system, "time-changed system", lambda: _build(system, None))
+
+
+def _build(system: Any, phi: Any) -> TimeChangedSystem:
+    domain: dict = {}
+    if isinstance(system, HamiltonisedSystem):
+        ham = system
+    else:
+        red = reduced_system(system)
+        domain = dict(red.extra.get("domain", {}))
+        try:
+            ham = hamiltonise(red, phi=phi, simplify=False)
+        except ValueError as exc:
+            raise ValueError(
+                "system: the measure-preserving method needs a phi-simple Chaplygin system "
+                f"(Garcia-Naranjo and Marrero 2020, Definition 3.19): {exc}"
+            ) from None
+    taken = {str(x) for x in (*ham.q, *ham.p, *ham.params)}
+    t_sym = sp.Symbol(_fresh_name("t_phys", taken), real=True)
+    dtau = sp.Symbol(_fresh_name("dtau", taken), real=True)
+    obs = {"energy": ham.hamiltonian, "phi": ham.phi}
+    states = [*ham.q, *ham.p, t_sym]
+    rhs = [*ham.rhs, ham.time_factor]
+    common: dict[str, Any] = {"states": states, "params": list(ham.params)}
+    if ham.solves:
+        common["solves"] = list(ham.solves)
+    name = str(getattr(system, "name", "")) or "system"
+    return TimeChangedSystem(
+        hamiltonised=ham,
+        rank=len(ham.q),
+        tau_field=VectorField(rhs=rhs, observables=obs, name="hamiltonised tau-flow", **common),
+        step_field=VectorField(
+            states=states,
+            rhs=[dtau * e for e in rhs],
+            params=[*ham.params, dtau],
+            name="hamiltonised partial step",
+            solves=common.get("solves", ()),
+        ),
+        name=getattr(system, "name", "") or "hamiltonised",
+        # the chart's domain is checked on x0 only (the chunks of the run must not re-check it)
+        domain_field=VectorField(rhs=rhs, name=name, domain=domain or None, **common),
+        obs_index={k: i for i, k in enumerate(obs)},
+    )
+
+
+def _fresh_name(base: str, taken: set[str]) -> str:
+    name = base
+    while name in taken:
+        name += "_"
+    return name
