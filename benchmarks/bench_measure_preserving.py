@@ -326,9 +326,9 @@ def plot(results: list[dict], path: Path) -> Path:
 
 def test_explicit_forms_match_the_generic_route():
     """The closed forms used here equal nhfast's generic Chaplygin route (n = 4)."""
-    from nhfast.hamiltonised import time_changed_system
+    from nhfast.symbolic import time_changed_system
     from nhfast.symbolic.equations import chaplygin_equations
-    from nhfast.systems.examples import veselova
+    from nhfast.systems import veselova
 
     n, r = 4, 3
     V = veselova(n, lambda g: 1 - g[-1])

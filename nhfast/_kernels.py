@@ -10,7 +10,7 @@ the field classes above it: they hand over the generated code, a name and an inp
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,7 @@ from nhfast.codegen import (
     structured_numpy_kernels,
 )
 
-__all__ = ["CompiledSystem", "InputCheck", "c_source", "compile_kernels", "numpy_rows"]
+__all__ = ["CompiledSystem", "InputCheck", "c_source", "compile_kernels"]
 
 #: ``check(x, params, name)`` on rows ``(m, n_state)`` and ``(m, n_params)``; raises ValueError.
 InputCheck = Callable[[np.ndarray, np.ndarray, str], None]
@@ -182,27 +182,3 @@ def compile_kernels(
         _keepalive=lib,
         **common,
     )
-
-
-def numpy_rows(args: Sequence[sp.Symbol], exprs: Sequence[sp.Expr]) -> Callable[..., np.ndarray]:
-    """NumPy function of ``exprs`` evaluated row by row.
-
-    The result ``f(*blocks)`` takes arrays of shape ``(m, k_i)`` (or ``(1, k_i)``, broadcast)
-    whose columns, in order, are the values of ``args``, and returns shape
-    ``(m, len(exprs))``; constant expressions broadcast, and invalid operations give NaN
-    without a warning.
-    """
-    exprs = list(exprs)
-    f = sp.lambdify(list(args), exprs, modules="numpy") if exprs else None
-
-    def rows(*blocks: np.ndarray) -> np.ndarray:
-        blocks = tuple(np.asarray(b, dtype=float) for b in blocks)
-        m = max((b.shape[0] for b in blocks), default=1)
-        if f is None:
-            return np.zeros((m, 0))
-        cols = [c for b in blocks for c in np.broadcast_to(b, (m, b.shape[1])).T]
-        with np.errstate(all="ignore"):
-            vals = f(*cols)
-        return np.stack([np.broadcast_to(np.asarray(v, dtype=float), (m,)) for v in vals], 1)
-
-    return rows

@@ -11,8 +11,9 @@ import numpy as np
 import sympy as sp
 
 from nhfast._cache import memo
-from nhfast._kernels import CompiledSystem, InputCheck, compile_kernels, numpy_rows
+from nhfast._kernels import CompiledSystem, InputCheck, compile_kernels
 from nhfast.codegen import DerivSpec, KernelSet, SolveSpec
+from nhfast.codegen.numpy_backend import numpy_rows
 
 #: Kernel families a compiled system may carry besides the vector field itself.
 COMPANIONS = ("jacobian", "divergence", "observables", "dHdq", "dHdp")

@@ -50,10 +50,10 @@ import numpy as np
 import scipy.linalg
 import sympy as sp
 
-from nhfast._kernels import numpy_rows
 from nhfast._validate import positive_int
 from nhfast.analysis.result import Check
 from nhfast.analysis.sampling import as_vector_field, check_states
+from nhfast.codegen.numpy_backend import numpy_rows
 from nhfast.vectorfield import VectorField
 
 __all__ = ["DensityFit", "discover_density", "monomials"]

@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from nhfast._kernels import numpy_rows
 from nhfast._validate import params_rows, real_array
 from nhfast._validate import positive as _positive
 from nhfast.analysis.result import Check, Report
+from nhfast.codegen.numpy_backend import numpy_rows
 from nhfast.hamiltonised import GAUSS_METHODS
 from nhfast.integrate import integrate
 from nhfast.symbolic.chaplygin import reduced_system

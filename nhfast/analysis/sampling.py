@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from nhfast._kernels import numpy_rows
 from nhfast._validate import params_rows, positive_int
+from nhfast.codegen.numpy_backend import numpy_rows
 from nhfast.vectorfield import VectorField
 
 __all__ = [

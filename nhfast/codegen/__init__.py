@@ -13,6 +13,7 @@ from nhfast.codegen.numpy_backend import (
     NumpyKernel,
     StructuredNumpyKernel,
     numpy_kernels,
+    numpy_rows,
     structured_numpy_kernels,
 )
 from nhfast.codegen.structured import UNROLL_MAX_N, generate_structured_c
@@ -29,5 +30,6 @@ __all__ = [
     "generate_c",
     "generate_structured_c",
     "numpy_kernels",
+    "numpy_rows",
     "structured_numpy_kernels",
 ]

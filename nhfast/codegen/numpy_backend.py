@@ -18,7 +18,13 @@ import sympy as sp
 from nhfast.codegen.ckernels import KernelSet
 from nhfast.codegen.indexed import IndexedProgram
 
-__all__ = ["NumpyKernel", "StructuredNumpyKernel", "numpy_kernels", "structured_numpy_kernels"]
+__all__ = [
+    "NumpyKernel",
+    "StructuredNumpyKernel",
+    "numpy_kernels",
+    "numpy_rows",
+    "structured_numpy_kernels",
+]
 
 
 def _lambdify(args: list, exprs: Sequence[sp.Expr], cse: bool = True) -> Callable:
@@ -179,3 +185,27 @@ class StructuredNumpyKernel:
 def structured_numpy_kernels(prog: IndexedProgram) -> dict[str, StructuredNumpyKernel]:
     """A :class:`StructuredNumpyKernel` for every output family of ``prog``."""
     return {family: StructuredNumpyKernel(prog, family) for family in prog.outputs}
+
+
+def numpy_rows(args: Sequence[sp.Symbol], exprs: Sequence[sp.Expr]) -> Callable[..., np.ndarray]:
+    """NumPy function of ``exprs`` evaluated row by row.
+
+    The result ``f(*blocks)`` takes arrays of shape ``(m, k_i)`` (or ``(1, k_i)``, broadcast)
+    whose columns, in order, are the values of ``args``, and returns shape
+    ``(m, len(exprs))``; constant expressions broadcast, and invalid operations give NaN
+    without a warning.
+    """
+    exprs = list(exprs)
+    f = sp.lambdify(list(args), exprs, modules="numpy") if exprs else None
+
+    def rows(*blocks: np.ndarray) -> np.ndarray:
+        blocks = tuple(np.asarray(b, dtype=float) for b in blocks)
+        m = max((b.shape[0] for b in blocks), default=1)
+        if f is None:
+            return np.zeros((m, 0))
+        cols = [c for b in blocks for c in np.broadcast_to(b, (m, b.shape[1])).T]
+        with np.errstate(all="ignore"):
+            vals = f(*cols)
+        return np.stack([np.broadcast_to(np.asarray(v, dtype=float), (m,)) for v in vals], 1)
+
+    return rows

@@ -24,6 +24,8 @@ from nhfast.symbolic.chaplygin import (
     is_closed,
     is_skew_symmetric,
     phi_simple,
+    reduced_system,
+    reducing_multiplier,
     theta_form,
 )
 from nhfast.symbolic.equations import (
@@ -50,6 +52,7 @@ from nhfast.symbolic.liegroup import (
     son_structure_constants,
 )
 from nhfast.symbolic.systems import ChaplyginSystem, NonholonomicSystem, ReducedChaplyginSystem
+from nhfast.symbolic.time_change import time_changed_system
 
 __all__ = [
     # system classes
@@ -89,4 +92,7 @@ __all__ = [
     "phi_simple",
     "HamiltonisedSystem",
     "hamiltonise",
+    "reducing_multiplier",
+    "reduced_system",
+    "time_changed_system",
 ]

@@ -36,17 +36,19 @@ def as_symbol_list(arg: Any, name: str, *, allow_empty: bool = False) -> list[sp
     return out
 
 
-def fresh_symbols(names: Sequence[str], taken: set[str]) -> list[sp.Symbol]:
-    """Real symbols with the given names, each suffixed with ``_`` until it clashes with no
-    name in ``taken`` (which is updated with the names given out)."""
-    out = []
-    for nm in names:
-        cand = nm
-        while cand in taken:
-            cand = cand + "_"
-        taken.add(cand)
-        out.append(sp.Symbol(cand, real=True))
-    return out
+def fresh_name(name: str, taken: set[str]) -> str:
+    """``name``, suffixed with ``_`` until it clashes with no name in ``taken``; added to it."""
+    while name in taken:
+        name += "_"
+    taken.add(name)
+    return name
+
+
+def fresh_symbols(names: Sequence[str], taken: set[str], prefix: str = "") -> list[sp.Symbol]:
+    """Real symbols named ``names`` (``prefix_name`` with a prefix), made unique against
+    ``taken`` by :func:`fresh_name` (``taken`` is updated with the names given out)."""
+    full = [f"{prefix}_{nm}" if prefix else nm for nm in names]
+    return [sp.Symbol(fresh_name(nm, taken), real=True) for nm in full]
 
 
 def as_matrix(arg: Any, name: str) -> sp.Matrix:

@@ -30,7 +30,7 @@ from nhfast.symbolic._util import (
     is_zero,
     simplifier,
 )
-from nhfast.symbolic.equations import EquationsOfMotion, LinearSolve, _use_inverse
+from nhfast.symbolic.equations import EquationsOfMotion, LinearSolve, use_inverse
 
 __all__ = [
     "gyroscopic_coefficients",
@@ -455,7 +455,7 @@ def hamiltonise(
             raise ValueError(f"momenta must have {r} symbols, got {len(pt)}")
     ptv = sp.Matrix(pt)
     solves: list[LinearSolve] = []
-    if _use_inverse(inverse, r):  # type: ignore[arg-type]
+    if use_inverse(inverse, r):  # type: ignore[arg-type]
         w = K.LUsolve(ptv).applyfunc(simp)
     else:
         ws = fresh_symbols([f"w_{i + 1}" for i in range(r)], taken | {str(x) for x in pt})

@@ -162,11 +162,11 @@ class EquationsOfMotion:
         return lambda x, params=(): float(f(x, params)[0])
 
 
-def _fresh(prefix: str, names: Sequence[str], taken: set[str]) -> list[sp.Symbol]:
-    return fresh_symbols([f"{prefix}_{nm}" for nm in names], taken)
+def use_inverse(inverse: Inverse, r: int) -> bool:
+    """Whether ``r x r`` velocities come from a symbolic inverse (else a kernel linear solve).
 
-
-def _use_inverse(inverse: Inverse, r: int) -> bool:
+    ``"auto"`` takes the inverse up to ``SMALL_R`` and solves above.
+    """
     if inverse not in ("auto", "symbolic", "solve"):
         raise ValueError(f"inverse must be 'auto', 'symbolic' or 'solve', got {inverse!r}")
     return inverse == "symbolic" or (inverse == "auto" and r <= SMALL_R)
@@ -225,7 +225,7 @@ def reduced_almost_poisson(
             if rho == sp.eye(len(q))[:, :r]
             else [str(i + 1) for i in range(r)]
         )
-        p = _fresh("p", names, taken)
+        p = fresh_symbols(names, taken, prefix="p")
     else:
         p = as_symbol_list(momenta, "momenta")
         if len(p) != r:
@@ -234,10 +234,10 @@ def reduced_almost_poisson(
             raise ValueError("momenta clash with q or params")
     pv = sp.Matrix(p)
     solves: list[LinearSolve] = []
-    if _use_inverse(inverse, r):
+    if use_inverse(inverse, r):
         v = K.LUsolve(pv).applyfunc(simp)
     else:
-        vs = _fresh("v", [str(i + 1) for i in range(r)], taken | {str(s) for s in p})
+        vs = fresh_symbols([str(i + 1) for i in range(r)], taken | {str(s) for s in p}, prefix="v")
         solves.append(LinearSolve(unknowns=vs, matrix=K, rhs=list(pv)))
         v = sp.Matrix(vs)
     U = sp.sympify(potential)
@@ -339,7 +339,7 @@ def hamel_equations(
     q, e, r = system.q, system.frame, system.rank
     taken = {str(s) for s in (*q, *system.params)}
     if velocities is None:
-        v = _fresh("v", [str(i + 1) for i in range(r)], taken)
+        v = fresh_symbols([str(i + 1) for i in range(r)], taken, prefix="v")
     else:
         v = as_symbol_list(velocities, "velocities")
         if len(v) != r:
@@ -379,10 +379,12 @@ def hamel_equations(
         t -= along(i, U)
         f.append(simp(t))
     solves: list[LinearSolve] = []
-    if _use_inverse(inverse, r):
+    if use_inverse(inverse, r):
         acc = K.LUsolve(sp.Matrix(f)).applyfunc(simp)
     else:
-        a_syms = _fresh("a", [str(i + 1) for i in range(r)], taken | {str(s) for s in v})
+        a_syms = fresh_symbols(
+            [str(i + 1) for i in range(r)], taken | {str(s) for s in v}, prefix="a"
+        )
         solves.append(LinearSolve(unknowns=a_syms, matrix=K, rhs=f))
         acc = sp.Matrix(a_syms)
     vv = sp.Matrix(v)

@@ -33,6 +33,7 @@ from typing import Any
 
 import sympy as sp
 
+from nhfast.symbolic._util import fresh_name
 from nhfast.vectorfield import LinearSolve, VectorField
 
 __all__ = [
@@ -221,8 +222,8 @@ class LieGroupSystem:
         N, A, k = self.N, self.annihilator, self.annihilator.rows
         W = sp.Matrix(self.velocities)
         taken = {str(s) for s in [*self.velocities, *self.advected, *self.params]}
-        acc = [sp.Symbol(self._fresh(f"dOmega{i + 1}", taken), real=True) for i in range(N)]
-        lam = [sp.Symbol(self._fresh(f"lambda{a + 1}", taken), real=True) for a in range(k)]
+        acc = [sp.Symbol(fresh_name(f"dOmega{i + 1}", taken), real=True) for i in range(N)]
+        lam = [sp.Symbol(fresh_name(f"lambda{a + 1}", taken), real=True) for a in range(k)]
         Adot = sp.zeros(k, N)
         for x, xdot in zip(self.advected, self.advected_rhs, strict=True):
             Adot += A.diff(x) * xdot
@@ -248,10 +249,3 @@ class LieGroupSystem:
             solves=[solve],
             name=self.name,
         )
-
-    @staticmethod
-    def _fresh(name: str, taken: set[str]) -> str:
-        while name in taken:
-            name += "_"
-        taken.add(name)
-        return name

@@ -15,6 +15,7 @@ import sympy as sp
 
 from nhfast._cache import memo
 from nhfast.hamiltonised import TimeChangedSystem
+from nhfast.symbolic._util import fresh_name
 from nhfast.symbolic.chaplygin import HamiltonisedSystem, hamiltonise, reduced_system
 from nhfast.symbolic.systems import ChaplyginSystem, ReducedChaplyginSystem
 from nhfast.vectorfield import VectorField
@@ -72,8 +73,8 @@ def _build(system: Any, phi: Any) -> TimeChangedSystem:
                 f"(Garcia-Naranjo and Marrero 2020, Definition 3.19): {exc}"
             ) from None
     taken = {str(x) for x in (*ham.q, *ham.p, *ham.params)}
-    t_sym = sp.Symbol(_fresh_name("t_phys", taken), real=True)
-    dtau = sp.Symbol(_fresh_name("dtau", taken), real=True)
+    t_sym = sp.Symbol(fresh_name("t_phys", taken), real=True)
+    dtau = sp.Symbol(fresh_name("dtau", taken), real=True)
     obs = {"energy": ham.hamiltonian, "phi": ham.phi}
     states = [*ham.q, *ham.p, t_sym]
     rhs = [*ham.rhs, ham.time_factor]
@@ -97,10 +98,3 @@ def _build(system: Any, phi: Any) -> TimeChangedSystem:
         domain_field=VectorField(rhs=rhs, name=name, domain=domain or None, **common),
         obs_index={k: i for i, k in enumerate(obs)},
     )
-
-
-def _fresh_name(base: str, taken: set[str]) -> str:
-    name = base
-    while name in taken:
-        name += "_"
-    return name

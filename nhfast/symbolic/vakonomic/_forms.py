@@ -28,6 +28,7 @@ from typing import Any
 
 import sympy as sp
 
+from nhfast._records import Check
 from nhfast.symbolic import frames as _fr
 from nhfast.symbolic._util import as_matrix, as_symbol_list, fresh_symbols, generic_rank, is_zero
 
@@ -47,8 +48,11 @@ INTEGRABLE_NOTE = (
 
 
 @dataclass
-class SymbolicVerdict:
+class SymbolicVerdict(Check):
     """Outcome of a symbolic test that holds for all trajectories or fails with an obstruction.
+
+    A :class:`~nhfast.analysis.result.Check` (the one verdict record of nhfast) with the
+    symbolic evidence attached; ``figures`` is filled from it for reports.
 
     Attributes
     ----------
@@ -68,16 +72,21 @@ class SymbolicVerdict:
         Further results, e.g. ``"multiplier"`` (a multiplier section) or ``"lagrangian"``.
     """
 
-    name: str
-    holds: bool
-    statement: str
     conditions: dict[str, list[sp.Expr]] = field(default_factory=dict)
     obstruction: list[sp.Expr] = field(default_factory=list)
     integrable: bool = False
     data: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.figures = {
+            "conditions": sum(len(v) for v in self.conditions.values()),
+            "obstruction": [str(e) for e in self.obstruction],
+            "integrable": self.integrable,
+            **self.figures,
+        }
+
     def __bool__(self) -> bool:
-        return self.holds
+        return bool(self.holds)
 
 
 # -- arguments and symbols ------------------------------------------------------------------------

@@ -242,3 +242,19 @@ def test_bad_input():
     free = NonholonomicSystem(sys_.q, sys_.metric, params=sys_.params)
     with pytest.raises(ValueError, match="no constraints"):
         nonholonomic_data(free)
+
+
+def test_symbolic_verdict_is_the_one_check_record() -> None:
+    """Symbolic verdicts are Check records: reports render them like trajectory checks."""
+    import json
+
+    from nhfast.analysis import Check
+    from nhfast.symbolic.vakonomic import SymbolicVerdict
+
+    v = SymbolicVerdict(
+        name="toy", holds=False, statement="fails", conditions={"c": [sp.Symbol("x")]},
+        obstruction=[sp.Symbol("x")],
+    )  # fmt: skip
+    assert isinstance(v, Check) and not v
+    d = json.loads(json.dumps(v.to_dict()))
+    assert d["figures"] == {"conditions": 1, "obstruction": ["x"], "integrable": False}

@@ -1,0 +1,183 @@
+"""The package's import structure: imports run one way, no circles, no private names across modules.
+
+Every ``import`` in ``nhfast/`` is read with :mod:`ast` (function-level imports included: a
+lazy import upward is still an upward import). Each module belongs to a layer; a module may
+import its own layer or lower ones only.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import nhfast
+
+PACKAGE = Path(nhfast.__file__).resolve().parent
+
+#: Layers from the bottom up: (rank, module-name prefixes). The longest matching prefix wins.
+LAYERS: list[tuple[int, tuple[str, ...]]] = [
+    # the compiled core imports nothing of nhfast; _abi reads the ABI's constants from it
+    (0, ("nhfast.errors", "nhfast._validate", "nhfast._cache", "nhfast._version", "nhfast._core")),
+    (0, ("nhfast._records",)),
+    (1, ("nhfast._abi", "nhfast._jit")),
+    (2, ("nhfast.codegen",)),
+    (3, ("nhfast._kernels",)),
+    (4, ("nhfast.vectorfield", "nhfast.structured_field")),
+    (5, ("nhfast.integrate",)),
+    (6, ("nhfast.hamiltonised",)),
+    (7, ("nhfast.symbolic",)),
+    (8, ("nhfast.systems",)),
+    (9, ("nhfast.analysis",)),
+    (10, ("nhfast.experiments",)),
+    (11, ("nhfast.cli", "nhfast.__main__")),
+]
+#: The package's own ``__init__`` re-exports the public API of the layers below it.
+TOP = 12
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def layer(name: str) -> int:
+    if name == "nhfast":
+        return TOP
+    best, rank = "", None
+    for r, prefixes in LAYERS:
+        for p in prefixes:
+            if (name == p or name.startswith(p + ".")) and len(p) > len(best):
+                best, rank = p, r
+    if rank is None:
+        raise AssertionError(f"module {name} has no layer: add it to LAYERS in {__file__}")
+    return rank
+
+
+def resolve(module: str, node: ast.ImportFrom) -> list[tuple[str, list[str]]]:
+    """(absolute module, names taken from it) for a ``from X import a, b`` statement.
+
+    ``from nhfast import _jit`` reaches the module ``nhfast._jit``, not a name of ``nhfast``.
+    """
+    if node.level:
+        base = module.split(".")
+        pkg = base if Path(PACKAGE.parent, *base, "__init__.py").exists() else base[:-1]
+        pkg = pkg[: len(pkg) - node.level + 1]
+        target = ".".join([*pkg, node.module] if node.module else pkg)
+    else:
+        target = node.module or ""
+    out: list[tuple[str, list[str]]] = []
+    names = []
+    for alias in node.names:
+        parts = f"{target}.{alias.name}".split(".")
+        if (
+            Path(PACKAGE.parent, *parts).with_suffix(".py").exists()
+            or Path(PACKAGE.parent, *parts, "__init__.py").exists()
+            or ".".join(parts) == "nhfast._core"
+        ):
+            out.append((".".join(parts), []))
+        else:
+            names.append(alias.name)
+    if names:
+        out.append((target, names))
+    return out
+
+
+def imports() -> dict[str, list[tuple[str, int, list[str]]]]:
+    """module -> [(imported module, line, names imported)] for imports inside nhfast."""
+    graph: dict[str, list[tuple[str, int, list[str]]]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        mod = module_name(path)
+        edges = graph.setdefault(mod, [])
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] == "nhfast":
+                        edges.append((alias.name, node.lineno, []))
+            elif isinstance(node, ast.ImportFrom):
+                for target, names in resolve(mod, node):
+                    if target.split(".")[0] == "nhfast":
+                        edges.append((target, node.lineno, names))
+    return graph
+
+
+GRAPH = imports()
+
+
+def test_every_module_has_a_layer() -> None:
+    for mod in GRAPH:
+        layer(mod)
+
+
+def test_imports_run_one_way() -> None:
+    """No module imports a higher layer, not even inside a function."""
+    upward = []
+    for mod, edges in GRAPH.items():
+        for target, line, _ in edges:
+            if target == "nhfast" and mod != "nhfast":
+                upward.append(f"{mod}:{line} imports the package root")
+            elif layer(target) > layer(mod):
+                upward.append(
+                    f"{mod}:{line} (layer {layer(mod)}) imports {target} ({layer(target)})"
+                )
+    assert not upward, "upward imports:\n" + "\n".join(upward)
+
+
+def test_no_import_circles() -> None:
+    """No circle between modules (the package root, which re-exports, is left out)."""
+    nodes = {m: {t for t, _, _ in e if t in GRAPH and t != m} for m, e in GRAPH.items()}
+    # a module imports its parent packages' __init__ implicitly: those are not edges of ours
+    state: dict[str, int] = {}
+    circles: list[list[str]] = []
+
+    def visit(m: str, stack: list[str]) -> None:
+        state[m] = 1
+        for t in sorted(nodes[m]):
+            if t == "nhfast" or m.startswith(t + "."):
+                continue
+            if state.get(t) == 1:
+                circles.append([*stack[stack.index(t) :], t])
+            elif t not in state:
+                visit(t, [*stack, t])
+        state[m] = 2
+
+    for m in sorted(nodes):
+        if m not in state:
+            visit(m, [m])
+    assert not circles, "import circles:\n" + "\n".join(" -> ".join(c) for c in circles)
+
+
+def test_no_private_names_across_modules() -> None:
+    """``from a import _name`` only inside one package's own private module tree."""
+    crossing = []
+    for mod, edges in GRAPH.items():
+        for target, line, names in edges:
+            for name in names:
+                if name.startswith("_") and not name.startswith("__"):
+                    crossing.append(f"{mod}:{line} imports {name} from {target}")
+    assert not crossing, "private names used across modules:\n" + "\n".join(crossing)
+
+
+@pytest.mark.parametrize(
+    "package",
+    [
+        "nhfast",
+        "nhfast.codegen",
+        "nhfast.symbolic",
+        "nhfast.symbolic.vakonomic",
+        "nhfast.systems",
+        "nhfast.analysis",
+        "nhfast.experiments",
+    ],
+)
+def test_public_packages_declare_all(package: str) -> None:
+    import importlib
+
+    mod = importlib.import_module(package)
+    assert isinstance(getattr(mod, "__all__", None), list | tuple), f"{package} has no __all__"
+    for name in mod.__all__:
+        assert hasattr(mod, name), f"{package}.__all__ names {name}, which is not there"
