@@ -38,8 +38,7 @@ import pytest
 from nhfast import _jit
 from nhfast.codegen import generate_c
 from nhfast.codegen.structured import generate_structured_c
-from nhfast.systems.veselova_body.forms import veselova_embedded
-from nhfast.systems.veselova_body.structured import veselova_structured
+from nhfast.systems.veselova_body import veselova_embedded, veselova_structured
 
 NS = (3, 4, 8, 16, 32, 64)
 COMPANIONS = ("divergence", "observables")

@@ -27,7 +27,7 @@ import pytest
 from nhfast import _jit
 from nhfast.codegen import generate_c
 from nhfast.symbolic.equations import chaplygin_equations
-from nhfast.systems.examples import veselova
+from nhfast.systems import veselova
 
 NS = list(range(3, 11))
 _STAGE: dict[tuple[str, int], Any] = {}
