@@ -123,18 +123,24 @@ class IndexedProgram:
         taken = set(self._owner) | set(self._inputs)
         if taken & set(comps):
             raise ValueError(f"components of {name!r} reuse symbols already defined")
-        offset = self._n_state if where == "x" else self._n_par
-        self._inputs[sym] = Input(where, offset, True)
+        self._append_input(sym, where, comps, vector=True)
         self._components[sym] = comps
         for k, c in enumerate(comps):
             self._owner[c] = (sym, k)
-        if where == "x":
-            self._n_state += self.n
-            self._state_order += comps
-        else:
-            self._n_par += self.n
-            self._param_order += comps
         return sym
+
+    def _append_input(
+        self, sym: sp.Symbol, where: str, entries: list[sp.Symbol], vector: bool
+    ) -> None:
+        """Place ``entries`` (those of ``sym``) next in the state (``"x"``) or parameter vector."""
+        offset = self._n_state if where == "x" else self._n_par
+        self._inputs[sym] = Input(where, offset, vector)
+        if where == "x":
+            self._n_state += len(entries)
+            self._state_order += entries
+        else:
+            self._n_par += len(entries)
+            self._param_order += entries
 
     def state_vector(self, name: str, components: Sequence[sp.Symbol] | None = None) -> sp.Symbol:
         """Next ``n`` entries of the state vector; returns the vector handle.
@@ -153,17 +159,13 @@ class IndexedProgram:
     def state_scalar(self, name: str) -> sp.Symbol:
         """Next entry of the state vector (a scalar); returns its symbol."""
         sym = self._new(name, vector=False)
-        self._inputs[sym] = Input("x", self._n_state, False)
-        self._n_state += 1
-        self._state_order.append(sym)
+        self._append_input(sym, "x", [sym], vector=False)
         return sym
 
     def param_scalar(self, name: str) -> sp.Symbol:
         """Next entry of the parameter vector (a scalar); returns its symbol."""
         sym = self._new(name, vector=False)
-        self._inputs[sym] = Input("par", self._n_par, False)
-        self._n_par += 1
-        self._param_order.append(sym)
+        self._append_input(sym, "par", [sym], vector=False)
         return sym
 
     def time_symbol(self, name: str = "t") -> sp.Symbol:

@@ -30,7 +30,7 @@ from nhfast.symbolic._util import (
     is_zero,
     simplifier,
 )
-from nhfast.symbolic.equations import EquationsOfMotion, LinearSolve, use_inverse
+from nhfast.symbolic.equations import EquationsOfMotion, Inverse, inverse_or_solve
 
 __all__ = [
     "gyroscopic_coefficients",
@@ -417,7 +417,7 @@ def hamiltonise(
     system: Any,
     phi: Any = None,
     momenta: Sequence[sp.Symbol] | None = None,
-    inverse: str = "auto",
+    inverse: Inverse = "auto",
     simplify: Simplifier = True,
 ) -> HamiltonisedSystem:
     """Canonical Hamiltonian system in ``tau`` for a phi-simple Chaplygin system.
@@ -454,13 +454,9 @@ def hamiltonise(
         if len(pt) != r:
             raise ValueError(f"momenta must have {r} symbols, got {len(pt)}")
     ptv = sp.Matrix(pt)
-    solves: list[LinearSolve] = []
-    if use_inverse(inverse, r):  # type: ignore[arg-type]
-        w = K.LUsolve(ptv).applyfunc(simp)
-    else:
-        ws = fresh_symbols([f"w_{i + 1}" for i in range(r)], taken | {str(x) for x in pt})
-        solves.append(LinearSolve(unknowns=ws, matrix=K, rhs=list(ptv)))
-        w = sp.Matrix(ws)
+    w, solves = inverse_or_solve(
+        K, ptv, inverse, [f"w_{i + 1}" for i in range(r)], taken | {str(x) for x in pt}, simp
+    )
     e2 = sp.exp(-2 * phi)
     kin = (ptv.T * w)[0, 0]
     U = red.potential

@@ -172,6 +172,45 @@ def use_inverse(inverse: Inverse, r: int) -> bool:
     return inverse == "symbolic" or (inverse == "auto" and r <= SMALL_R)
 
 
+def inverse_or_solve(
+    K: sp.Matrix,
+    rhs: Sequence[sp.Expr] | sp.Matrix,
+    inverse: Inverse,
+    names: Sequence[str],
+    taken: set[str],
+    simplify: Simplifier = True,
+) -> tuple[sp.Matrix, list[LinearSolve]]:
+    """``K^{-1} rhs``, symbolic (``LUsolve``) or as auxiliary unknowns with a recorded solve.
+
+    Parameters
+    ----------
+    K : sympy.Matrix
+        ``r x r`` matrix.
+    rhs : list of sympy.Expr or sympy.Matrix
+        ``r`` right-hand sides.
+    inverse : {"auto", "symbolic", "solve"}
+        See :func:`use_inverse`.
+    names : list of str
+        Names of the ``r`` unknowns when the solve is recorded (made unique against ``taken``).
+    taken : set of str
+        Names in use; updated with the names given out.
+    simplify : bool or callable
+        Applied to the symbolic solution.
+
+    Returns
+    -------
+    solution : sympy.Matrix
+        ``K^{-1} rhs``, or the column of unknowns.
+    solves : list of LinearSolve
+        Empty, or the one ``K * unknowns = rhs``.
+    """
+    b = sp.Matrix(rhs)
+    if use_inverse(inverse, K.rows):
+        return K.LUsolve(b).applyfunc(simplifier(simplify)), []
+    unknowns = fresh_symbols(names, taken)
+    return sp.Matrix(unknowns), [LinearSolve(unknowns=unknowns, matrix=K, rhs=list(b))]
+
+
 def reduced_almost_poisson(
     q: Sequence[sp.Symbol],
     rho: sp.Matrix,
@@ -233,13 +272,9 @@ def reduced_almost_poisson(
         if {str(s) for s in p} & taken:
             raise ValueError("momenta clash with q or params")
     pv = sp.Matrix(p)
-    solves: list[LinearSolve] = []
-    if use_inverse(inverse, r):
-        v = K.LUsolve(pv).applyfunc(simp)
-    else:
-        vs = fresh_symbols([str(i + 1) for i in range(r)], taken | {str(s) for s in p}, prefix="v")
-        solves.append(LinearSolve(unknowns=vs, matrix=K, rhs=list(pv)))
-        v = sp.Matrix(vs)
+    v, solves = inverse_or_solve(
+        K, pv, inverse, [f"v_{i + 1}" for i in range(r)], taken | {str(s) for s in p}, simp
+    )
     U = sp.sympify(potential)
     dHdq = [-sp.Rational(1, 2) * (v.T * K.diff(qa) * v)[0, 0] + sp.diff(U, qa) for qa in q]
     qdot = [simp((rho[a, :] * v)[0, 0]) for a in range(len(q))]
@@ -378,15 +413,9 @@ def hamel_equations(
                 t -= sum((R(m, i, k) * g[m, l_] for m in range(n)), sp.Integer(0)) * v[k] * v[l_]
         t -= along(i, U)
         f.append(simp(t))
-    solves: list[LinearSolve] = []
-    if use_inverse(inverse, r):
-        acc = K.LUsolve(sp.Matrix(f)).applyfunc(simp)
-    else:
-        a_syms = fresh_symbols(
-            [str(i + 1) for i in range(r)], taken | {str(s) for s in v}, prefix="a"
-        )
-        solves.append(LinearSolve(unknowns=a_syms, matrix=K, rhs=f))
-        acc = sp.Matrix(a_syms)
+    acc, solves = inverse_or_solve(
+        K, f, inverse, [f"a_{i + 1}" for i in range(r)], taken | {str(s) for s in v}, simp
+    )
     vv = sp.Matrix(v)
     qdot = [simp((e[a, :] * vv)[0, 0]) for a in range(n)]
     energy = simp(sp.Rational(1, 2) * (vv.T * K * vv)[0, 0] + U)

@@ -66,6 +66,29 @@ def _check_metric(
     return g
 
 
+def _full_rank_matrix(arg: Any, name: str, n: int, declared: list[sp.Symbol]) -> sp.Matrix:
+    """``constraints`` (``k x n``, one row per 1-form, ``1 <= k < n``) or ``frame`` (``n x r``,
+    one column per field, ``1 <= r <= n``) as a matrix of full rank at generic points."""
+    m = as_matrix(arg, name)
+    if name == "constraints":
+        size, count, most = m.cols, m.rows, n - 1
+        sides, counted, verb = "columns (one row per 1-form)", "rows", "do not"
+    else:
+        size, count, most = m.rows, m.cols, n
+        sides, counted, verb = "rows (one column per field)", "columns", "does not"
+    if size != n:
+        raise ValueError(f"{name} must have len(q) = {n} {sides}, got {size}")
+    if count == 0 or count > most:
+        raise ValueError(f"{name} must have between 1 and {most} {counted}, got {count}")
+    check_declared(m, name, declared)
+    rank = generic_rank(m, declared)
+    if rank < count:
+        raise ValueError(
+            f"{name} {verb} have full rank: rank {rank} < {count} {counted} at generic points"
+        )
+    return m
+
+
 def _check_positive(g: sp.Matrix, declared: list[sp.Symbol], name: str) -> None:
     """Raise unless ``g`` is positive definite at a few generic points (a kinetic metric)."""
     for seed in range(3):
@@ -148,38 +171,11 @@ class NonholonomicSystem:
             raise ValueError("give either constraints (1-forms) or frame (spanning D), not both")
         self.constraint_forms: sp.Matrix | None = None
         if constraints is not None:
-            w = as_matrix(constraints, "constraints")
-            if w.cols != n:
-                raise ValueError(
-                    f"constraints must have len(q) = {n} columns (one row per 1-form), got {w.cols}"
-                )
-            if w.rows == 0 or w.rows >= n:
-                raise ValueError(f"constraints must have between 1 and {n - 1} rows, got {w.rows}")
-            check_declared(w, "constraints", declared)
-            rank = generic_rank(w, declared)
-            if rank < w.rows:
-                raise ValueError(
-                    f"constraints do not have full rank: rank {rank} < {w.rows} rows "
-                    "at generic points"
-                )
+            w = _full_rank_matrix(constraints, "constraints", n, declared)
             self.constraint_forms = w
             self.frame: sp.Matrix = self._frame_from_forms(w)
         elif frame is not None:
-            e = as_matrix(frame, "frame")
-            if e.rows != n:
-                raise ValueError(
-                    f"frame must have len(q) = {n} rows (one column per field), got {e.rows}"
-                )
-            if e.cols == 0 or e.cols > n:
-                raise ValueError(f"frame must have between 1 and {n} columns, got {e.cols}")
-            check_declared(e, "frame", declared)
-            rank = generic_rank(e, declared)
-            if rank < e.cols:
-                raise ValueError(
-                    f"frame does not have full rank: rank {rank} < {e.cols} columns "
-                    "at generic points"
-                )
-            self.frame = e
+            self.frame = _full_rank_matrix(frame, "frame", n, declared)
         else:
             self.frame = sp.eye(n)
 

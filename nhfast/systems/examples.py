@@ -83,23 +83,7 @@ def nonholonomic_particle(a: Any = None, potential: Potential = None) -> Chaplyg
     -------
     ChaplyginSystem
     """
-    x, y, z = sp.symbols("x y z", real=True)
-    params: list[sp.Symbol] = []
-    if a is None:
-        a = sp.Symbol("a", real=True)
-        params.append(a)
-    a = sp.sympify(a)
-    G = sp.Matrix([[1, 0, 0], [0, 1, a], [0, a, 1]])
-    W = sp.Matrix([[-y, 0, 1]])
-    return ChaplyginSystem(
-        [x, y, z],
-        G,
-        potential_expr(potential, [x, y]),
-        constraints=W,
-        shape=[x, y],
-        group=[z],
-        params=params,
-    )
+    return _particle(a, potential, integrable=False)
 
 
 def holonomic_particle(potential: Potential = None) -> ChaplyginSystem:
@@ -113,10 +97,19 @@ def holonomic_particle(potential: Potential = None) -> ChaplyginSystem:
     -------
     ChaplyginSystem
     """
+    return _particle(None, potential, integrable=True)
+
+
+def _particle(a: Any, potential: Potential, integrable: bool) -> ChaplyginSystem:
+    """The particle of Section 4.1 with ``zdot = y xdot`` (or ``y xdot + x ydot``)."""
     x, y, z = sp.symbols("x y z", real=True)
-    a = sp.Symbol("a", real=True)
+    params: list[sp.Symbol] = []
+    if a is None:
+        a = sp.Symbol("a", real=True)
+        params.append(a)
+    a = sp.sympify(a)
     G = sp.Matrix([[1, 0, 0], [0, 1, a], [0, a, 1]])
-    W = sp.Matrix([[-y, -x, 1]])
+    W = sp.Matrix([[-y, -x if integrable else 0, 1]])
     return ChaplyginSystem(
         [x, y, z],
         G,
@@ -124,7 +117,7 @@ def holonomic_particle(potential: Potential = None) -> ChaplyginSystem:
         constraints=W,
         shape=[x, y],
         group=[z],
-        params=[a],
+        params=params,
     )
 
 

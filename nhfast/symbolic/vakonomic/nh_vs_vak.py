@@ -240,6 +240,19 @@ def unconstrained_test(
     )
 
 
+def _with_multipliers(
+    system: Any, mu: Sequence[Any], data: NonholonomicData | None
+) -> tuple[Any, NonholonomicData, sp.Matrix]:
+    """The checked system, its data and ``mu`` as a ``k x 1`` column (one per constraint)."""
+    system = check_system(system)
+    data = data or nonholonomic_data(system)
+    k = data.forms.rows
+    mu_m = sp.Matrix([sp.sympify(x) for x in mu])
+    if mu_m.shape != (k, 1):
+        raise ValueError(f"mu must have k = {k} entries (one per constraint), got {len(mu_m)}")
+    return system, data, mu_m
+
+
 def vakonomic_residual(
     system: Any,
     mu: Sequence[Any],
@@ -264,12 +277,8 @@ def vakonomic_residual(
         The covector (``n`` components in ``dq``); zero iff the NH motion through each state
         is, with these multipliers, a VAK motion.
     """
-    system = check_system(system)
-    data = data or nonholonomic_data(system)
+    system, data, mu_m = _with_multipliers(system, mu, data)
     k = data.forms.rows
-    mu_m = sp.Matrix([sp.sympify(x) for x in mu])
-    if mu_m.shape != (k, 1):
-        raise ValueError(f"mu must have k = {k} entries (one per constraint), got {len(mu_m)}")
     if mudot is None:
         md = sp.Matrix([data.flow(x) for x in mu_m])
     else:
@@ -307,12 +316,7 @@ def vakonomic_is_nonholonomic(
     SymbolicVerdict
         ``conditions["(4.12)"]`` = ``KE^T mu`` (``r`` entries).
     """
-    system = check_system(system)
-    data = data or nonholonomic_data(system)
-    k = data.forms.rows
-    mu_m = sp.Matrix([sp.sympify(x) for x in mu])
-    if mu_m.shape != (k, 1):
-        raise ValueError(f"mu must have k = {k} entries (one per constraint), got {len(mu_m)}")
+    system, data, mu_m = _with_multipliers(system, mu, data)
     cond = normal_forms(data.KE.T * mu_m, subs_map(system, subs))
     bad = nonzero(cond)
     integ = is_integrable(system)
