@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
+from sympy.core.function import AppliedUndef
 
 from nhfast._cache import memo
 from nhfast._kernels import CompiledSystem, InputCheck, compile_kernels
@@ -214,6 +215,13 @@ class VectorField:
                 raise ValueError(
                     f"{label} uses symbols that are neither states, params nor time: {names} "
                     "(add them to params=, or define them by solves=)"
+                )
+            undefined = set().union(*(e.atoms(AppliedUndef) for e in exprs)) if exprs else set()
+            if undefined:
+                names = ", ".join(sorted(map(str, undefined)))
+                raise ValueError(
+                    f"{label} uses undefined functions, which have no C equivalent and no "
+                    f"NumPy value: {names} (write them as expressions of the states and params)"
                 )
         if self.split is not None and not (0 < int(self.split) < len(self.states)):
             raise ValueError(f"split must lie in 1..{len(self.states) - 1}, got {self.split}")

@@ -58,7 +58,12 @@ def core_constants() -> dict[str, int]:
     return out
 
 
-HEADER = header_constants(ABI_H, CORE_H)
+# nh_core.h (the method enum, the stats columns) is compiled into the core and not shipped: the
+# agreement is checked in a source tree, where csrc/ stands beside the tests.
+pytestmark = pytest.mark.skipif(
+    not CORE_H.exists(), reason="csrc/ is not beside the tests (installed package)"
+)
+HEADER = header_constants(ABI_H, CORE_H) if CORE_H.exists() else {}
 
 
 def test_headers_are_parsed():
