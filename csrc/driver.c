@@ -2,19 +2,50 @@
  * evaluates kernels over row-major data (observables, companions). */
 #include "nh_block.h"
 
+int nh_stop_requested(nh_interrupt *s) {
+    if (!s) return 0;
+    if (s->poll && s->poll(s->ctx)) nh_set_flag(&s->flag);
+    return nh_load_flag(&s->flag);
+}
+
+void nh_request_stop(nh_interrupt *s) {
+    if (s) nh_set_flag(&s->flag);
+}
+
+int64_t nh_atomic_add(int64_t *p, int64_t v) { return nh_fetch_add(p, v); }
+
+int64_t nh_atomic_get(int64_t *p) { return nh_load(p); }
+
+/* After a stop: the block's unfinished trajectories, and those still waiting in its queue,
+ * end with status NH_LANE_INTERRUPTED and NaN outputs from their first unreached time on. */
+static void interrupt_block(nh_block *b) {
+    for (int64_t l = 0; l < b->nl; ++l)
+        if (b->active[l]) nh_fail(b, l, NH_LANE_INTERRUPTED);
+    for (int64_t g = nh_take(b); g >= 0; g = nh_take(b)) {
+        b->status[g] = NH_LANE_INTERRUPTED;
+        for (int64_t i = 0; i < b->nt * b->n; ++i) b->y[g * b->nt * b->n + i] = NAN;
+        for (int k = 0; k < NH_NSTATS; ++k) b->stats[g * NH_NSTATS + k] = 0;
+    }
+}
+
 int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double *t_eval,
                        int64_t nt, const double *x0, const double *par, int64_t par_stride,
                        int64_t lane0, int64_t count, int64_t width, double *y, int32_t *status,
                        int64_t *stats, int64_t *shared_next) {
     if (!sys || !opt || !t_eval || !x0 || !y || !status || !stats || !sys->rhs) return NH_ERR_ARG;
-    if (count <= 0 || width <= 0 || nt < 1 || sys->n <= 0 || sys->npar < 0 || lane0 < 0)
+    if (count <= 0 || width <= 0 || nt < 1 || sys->n <= 0 || sys->npar < 0 || lane0 < 0 ||
+        par_stride < 0 || count > INT64_MAX - lane0)
         return NH_ERR_SIZE;
     if (sys->npar > 0 && !par) return NH_ERR_ARG;
-    if (opt->method < 0 || opt->method >= NH_N_METHODS) return NH_ERR_ARG;
+    if (opt->method < 0 || opt->method >= NH_N_METHODS || opt->max_steps < 1 || opt->max_iter < 1)
+        return NH_ERR_ARG;
     if (opt->method == NH_LEAPFROG && (sys->split <= 0 || sys->split >= sys->n)) return NH_ERR_ARG;
 
     const int64_t n = sys->n;
-    const int64_t nl = ((count < width ? count : width) + NH_CHUNK - 1) / NH_CHUNK * NH_CHUNK;
+    const int64_t w = count < width ? count : width;
+    if (w > NH_MAX_ELEMS) return NH_ERR_SIZE;
+    const int64_t nl = (w + NH_CHUNK - 1) / NH_CHUNK * NH_CHUNK;
+    if (!nh_fits(n, nl) || !nh_fits(sys->npar, nl) || !nh_fits(NH_NSTATS, nl)) return NH_ERR_SIZE;
     static const double no_par = 0.0;
     nh_block b;
     b.sys = sys;
@@ -64,11 +95,16 @@ int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double
             goto done;
         }
         while (rc == NH_OK && nh_pending(&b)) {
+            if (nh_stopping(&b)) {
+                rc = NH_ERR_INTERRUPTED;
+                break;
+            }
             nh_refill(&b, fresh);
             rc = nh_run_fixed(&b);
         }
         free(fresh);
     }
+    if (rc == NH_ERR_INTERRUPTED) interrupt_block(&b);
 done:
     free(b.par);
     free(b.x);
@@ -83,13 +119,16 @@ done:
 
 int nh_eval_rows(nh_kernel_fn fn, void *ctx, int64_t nin, int64_t nout, int64_t npar,
                  const double *t, const double *x, const double *par, int64_t par_stride,
-                 int64_t rows_per_par, int64_t row0, int64_t nrows, double *out, int64_t block) {
+                 int64_t rows_per_par, int64_t row0, int64_t nrows, double *out, int64_t block,
+                 nh_interrupt *stop) {
     if (!fn || !t || !x || !out) return NH_ERR_ARG;
-    if (nin <= 0 || nout < 0 || npar < 0 || nrows < 0 || row0 < 0 || block <= 0 || rows_per_par <= 0)
+    if (nin <= 0 || nout < 0 || npar < 0 || nrows < 0 || row0 < 0 || block <= 0 ||
+        rows_per_par <= 0 || par_stride < 0 || nrows > INT64_MAX - row0)
         return NH_ERR_SIZE;
     if (npar > 0 && !par) return NH_ERR_ARG;
     if (nrows == 0 || nout == 0) return NH_OK;
     const int64_t B = nrows < block ? nrows : block;
+    if (!nh_fits(nin, B) || !nh_fits(nout, B) || !nh_fits(npar, B)) return NH_ERR_SIZE;
     double *xb = (double *)malloc(sizeof(double) * (size_t)(nin * B));
     double *pb = (double *)malloc(sizeof(double) * (size_t)(npar > 0 ? npar * B : 1));
     double *tb = (double *)malloc(sizeof(double) * (size_t)B);
@@ -100,6 +139,10 @@ int nh_eval_rows(nh_kernel_fn fn, void *ctx, int64_t nin, int64_t nout, int64_t 
         goto done;
     }
     for (int64_t r0 = row0; r0 < row0 + nrows && rc == NH_OK; r0 += B) {
+        if (nh_stop_requested(stop)) {
+            rc = NH_ERR_INTERRUPTED;
+            break;
+        }
         const int64_t m = (row0 + nrows - r0) < B ? (row0 + nrows - r0) : B;
         for (int64_t l = 0; l < m; ++l) {
             const int64_t r = r0 + l;

@@ -189,15 +189,29 @@ static inline void nh_fail(nh_block *b, int64_t l, int32_t code) {
     nh_retire(b, l);
 }
 
-/* Atomic fetch-and-add / load on the shared trajectory counter. */
+/* Atomic fetch-and-add / load on the shared trajectory counter, load / set of a stop flag. */
 #if defined(_MSC_VER) && !defined(__clang__)
 #include <intrin.h>
 static inline int64_t nh_fetch_add(int64_t *p, int64_t v) { return _InterlockedExchangeAdd64((volatile __int64 *)p, v); }
 static inline int64_t nh_load(int64_t *p) { return _InterlockedOr64((volatile __int64 *)p, 0); }
+static inline int nh_load_flag(int *p) { return (int)_InterlockedOr((volatile long *)p, 0); }
+static inline void nh_set_flag(int *p) { _InterlockedExchange((volatile long *)p, 1); }
 #else
 static inline int64_t nh_fetch_add(int64_t *p, int64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static inline int64_t nh_load(int64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+static inline int nh_load_flag(int *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+static inline void nh_set_flag(int *p) { __atomic_store_n(p, 1, __ATOMIC_RELAXED); }
 #endif
+
+/* Whether the run this block belongs to was asked to stop (see nh_interrupt). */
+static inline int nh_stopping(const nh_block *b) { return nh_stop_requested(b->opt->stop); }
+
+/* Largest element count of one work buffer: a count below it, times the few dozen arrays and
+ * the 8 bytes of a double, stays far from overflowing size_t and ptrdiff_t. */
+#define NH_MAX_ELEMS ((int64_t)1 << 50)
+
+/* Whether a * b (both >= 0) stays at most NH_MAX_ELEMS. */
+static inline int nh_fits(int64_t a, int64_t b) { return b == 0 || a <= NH_MAX_ELEMS / b; }
 
 /* Whether trajectories still wait for a slot (of this block, or of any block when shared). */
 static inline int nh_pending(const nh_block *b) {

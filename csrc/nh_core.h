@@ -33,6 +33,32 @@ enum nh_method {
 #define NH_STAT_ITER 3      /* stage iterations (implicit) */
 #define NH_NSTATS 4
 
+/* A run stopped on request (see nh_interrupt): the per-lane status of every trajectory that
+ * did not finish (its outputs from the first unreached time on are NaN), and the return code
+ * of nh_integrate_block / nh_eval_rows. Core codes, not part of the kernel ABI. */
+#define NH_LANE_INTERRUPTED 5
+#define NH_ERR_INTERRUPTED (-5)
+
+/*
+ * Cooperative stop of a run. Every thread working on the run checks it between steps (and
+ * between lane blocks): `poll`, when set, is asked first (any thread may call it; a nonzero
+ * return requests the stop), then the flag is read. Once the flag is set every block finishes
+ * the step it is in and returns NH_ERR_INTERRUPTED. The flag is read and written atomically.
+ */
+typedef struct nh_interrupt {
+    int flag;                 /* nonzero once a stop was requested */
+    int (*poll)(void *ctx);   /* NULL, or a hook asked between steps; nonzero: stop */
+    void *ctx;                /* handed to poll unchanged */
+} nh_interrupt;
+
+/* Whether a stop was requested (polls first); `s` may be NULL (never stops). */
+int nh_stop_requested(nh_interrupt *s);
+/* Request a stop: every thread leaves after its current step. */
+void nh_request_stop(nh_interrupt *s);
+/* Atomic fetch-and-add and load of a counter shared by threads. */
+int64_t nh_atomic_add(int64_t *p, int64_t v);
+int64_t nh_atomic_get(int64_t *p);
+
 typedef struct {
     nh_kernel_fn rhs; /* vector field kernel */
     void *ctx;        /* handed to the kernel unchanged */
@@ -49,6 +75,7 @@ typedef struct {
     int64_t max_steps; /* per lane: accepted + rejected steps */
     double tol;        /* implicit schemes: stage-iteration tolerance (relative to 1+|x|) */
     int64_t max_iter;  /* implicit schemes: iteration cap per step */
+    nh_interrupt *stop; /* NULL, or checked between steps: see nh_interrupt */
 } nh_options;
 
 /*
@@ -63,7 +90,10 @@ typedef struct {
  *   shared_next : NULL, or a counter shared by concurrent calls on the same batch (initially
  *            lane0): slots then take the batch's next trajectory from it, whichever call
  *            (thread) they belong to; results do not change, only the scheduling
- * Returns NH_OK, or a negative NH_ERR_* code (a kernel failed or memory ran out).
+ * Returns NH_OK, NH_ERR_INTERRUPTED (opt->stop was requested: the trajectories this call
+ * had not finished, and those still waiting in the queue it drew from, have status
+ * NH_LANE_INTERRUPTED), or another negative NH_ERR_* code (a kernel failed, memory ran out,
+ * or the sizes are inconsistent or too large to address).
  */
 int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double *t_eval,
                        int64_t nt, const double *x0, const double *par, int64_t par_stride,
@@ -73,11 +103,13 @@ int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double
 /*
  * Evaluate a kernel on rows [row0, row0 + nrows) of row-major inputs:
  *   x[r][nin], t[r], parameters of row r at par[(r / rows_per_par) * par_stride],
- *   out[r][nout]. Rows are gathered into lane blocks of at most `block` lanes.
+ *   out[r][nout]. Rows are gathered into lane blocks of at most `block` lanes; `stop` (or
+ *   NULL) is checked between blocks (NH_ERR_INTERRUPTED: later rows are not written).
  */
 int nh_eval_rows(nh_kernel_fn fn, void *ctx, int64_t nin, int64_t nout, int64_t npar,
                  const double *t, const double *x, const double *par, int64_t par_stride,
-                 int64_t rows_per_par, int64_t row0, int64_t nrows, double *out, int64_t block);
+                 int64_t rows_per_par, int64_t row0, int64_t nrows, double *out, int64_t block,
+                 nh_interrupt *stop);
 
 /* Method implementations (rk.c, symplectic.c): advance a block already loaded in SoA form. */
 typedef struct nh_block nh_block;

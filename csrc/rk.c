@@ -188,6 +188,10 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
     int64_t idle = nl;
 
     for (;;) {
+        if (nh_stopping(b)) { /* the driver marks the unfinished trajectories */
+            rc = NH_ERR_INTERRUPTED;
+            break;
+        }
         /* Load waiting trajectories into idle slots: f(t0, x0) and a starting step. */
         if (nh_pending(b) && (idle >= refill_at || idle == nl)) {
             if (nh_refill(b, fresh) > 0) {

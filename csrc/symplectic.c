@@ -110,6 +110,7 @@ NH_CLONES int nh_gauss_step(nh_block *b, int s, double t, double h, double *work
 
     for (int64_t l = 0; l < nl; ++l) dprev[l] = INFINITY;
     for (int64_t it = 0; it < b->opt->max_iter; ++it) {
+        if (it > 0 && nh_stopping(b)) return NH_ERR_INTERRUPTED;
         const int last = it + 1 == b->opt->max_iter;
         for (int st = 0; st < s; ++st) {
             for (int64_t i = 0; i < m; ++i) xs[i] = b->x[i] + Z[st * m + i];
@@ -174,13 +175,15 @@ NH_CLONES int nh_run_fixed(nh_block *b) {
     const double h = o->h;
     if (!(h > 0.0)) return NH_ERR_ARG;
 
-    /* Substeps per output interval; the whole budget is checked before any work. */
+    /* Substeps per output interval; the whole budget is checked before any work (in double
+     * first: a count beyond the budget is never converted to an integer). */
     int64_t total = 0;
     for (int64_t k = 1; k < b->nt; ++k) {
         const double dt = fabs(b->t_eval[k] - b->t_eval[k - 1]);
         const double q = ceil(dt / h * (1.0 - 1e-12));
-        total += q < 1.0 ? 1 : (int64_t)q;
-        if (total > o->max_steps) {
+        const int over = !(q < 9.0e18) || (q >= 1.0 && (int64_t)q > o->max_steps - total);
+        total += over ? 0 : q < 1.0 ? 1 : (int64_t)q;
+        if (over || total > o->max_steps) {
             for (int64_t l = 0; l < nl; ++l)
                 if (b->active[l]) nh_fail(b, l, NH_LANE_MAX_STEPS);
             return NH_OK;
@@ -205,6 +208,10 @@ NH_CLONES int nh_run_fixed(nh_block *b) {
         const double hs = dt / (double)msub;
         for (int64_t j = 0; j < msub; ++j) {
             if (nh_count_active(b) == 0) break;
+            if (nh_stopping(b)) { /* the driver marks the unfinished trajectories */
+                rc = NH_ERR_INTERRUPTED;
+                break;
+            }
             const double t = t0 + (double)j * hs;
             for (int64_t l = 0; l < nl; ++l) ok[l] = 1;
             switch (o->method) {
@@ -239,6 +246,7 @@ NH_CLONES int nh_run_fixed(nh_block *b) {
                     nh_fail(b, l, NH_LANE_NONFINITE);
             }
         }
+        if (rc != NH_OK) break; /* the state is mid-interval: no output row for it */
         for (int64_t l = 0; l < nl; ++l) {
             if (!b->active[l]) continue;
             b->tl[l] = b->t_eval[k];

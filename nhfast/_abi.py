@@ -40,7 +40,7 @@ INFO: dict[str, int] = dict(_core.INFO)
 #: Kernel return codes: ``"ok"`` (``NH_OK``) and the negative ``NH_ERR_*``.
 ERR: dict[str, int] = dict(_core.ERR)
 #: Per-lane integration status ``NH_LANE_*``: ``"ok"``, ``"nonfinite"``, ``"step_underflow"``,
-#: ``"max_steps"``, ``"not_converged"``.
+#: ``"max_steps"``, ``"not_converged"``, ``"interrupted"``.
 LANE: dict[str, int] = dict(_core.LANE)
 
 #: Kernel family -> suffix of its ``NH_HAS_*`` flag and of its key in ``_core.HAS``.
@@ -72,6 +72,7 @@ STATUS: dict[int, str] = {
     LANE["step_underflow"]: "step size underflow",
     LANE["max_steps"]: "maximum number of steps reached",
     LANE["not_converged"]: "implicit stage equations did not converge",
+    LANE["interrupted"]: "interrupted before the end (the run was stopped by a signal)",
 }
 #: Names of the per-lane statistics, in the column order of the core (``NH_STAT_*``).
 STATS: tuple[str, ...] = tuple(

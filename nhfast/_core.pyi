@@ -41,6 +41,10 @@ N_METHODS: int
 ADAPTIVE_MASK: int
 STAT: dict[str, int]
 NSTATS: int
+#: Largest team of threads of one call (``threads`` beyond it, or beyond the work, is clamped).
+MAX_THREADS: int
+#: Interval between two signal checks of the calling thread during a run, in seconds.
+POLL_SECONDS: float
 
 def kernel_capsule(address: int) -> CapsuleType: ...
 def python_kernel_capsule() -> CapsuleType: ...

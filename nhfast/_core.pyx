@@ -2,15 +2,23 @@
 # cython: cdivision=True
 """Compiled core of nhfast: batch integrators and kernel evaluation over lanes.
 
-Typed memoryviews only (no NumPy C API). Each public function checks sizes, releases the
-GIL once, runs blocks of lanes over threads (OpenMP when the build has it) and turns C
-status codes into Python exceptions. Kernels arrive as ``PyCapsule`` objects named after
-their C signature (``"nh_kernel_fn"``). Every constant of the kernel ABI (``nh_abi.h``) and
+Typed memoryviews only (no NumPy C API). Each public function range-checks every integer
+before it crosses into C (``ValueError`` naming the argument), checks sizes, releases the
+GIL once, runs blocks of lanes over a team of at most ``MAX_THREADS`` threads (OpenMP when
+the build has it) and turns C status codes into Python exceptions. Runs are interruptible:
+the calling thread, when it is the main thread, runs the Python signal handlers every
+``POLL_SECONDS``; one that raises (Ctrl-C: ``KeyboardInterrupt``) stops every thread after
+its current step, and its exception propagates once all have left. Kernels arrive as
+``PyCapsule`` objects named after their C signature (``"nh_kernel_fn"``). Every constant of the kernel ABI (``nh_abi.h``) and
 of the core (``nh_core.h``) is exported from the C headers, for ``nhfast._abi``.
 """
+import operator
+import threading
+
+from cpython.exc cimport PyErr_CheckSignals
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New, PyCapsule_IsValid
 from libc.stdint cimport int32_t, int64_t
-from cython.parallel cimport prange
+from cython.parallel cimport parallel
 from cython.view cimport array as cvarray
 
 cdef extern from "nh_abi.h":
@@ -71,7 +79,18 @@ cdef extern from "nh_core.h":
         int64_t max_steps
         double tol
         int64_t max_iter
+        nh_interrupt *stop
     int NH_NSTATS
+    int NH_LANE_INTERRUPTED
+    int NH_ERR_INTERRUPTED
+    ctypedef struct nh_interrupt:
+        int flag
+        int (*poll)(void *ctx) noexcept nogil
+        void *ctx
+    int nh_stop_requested(nh_interrupt *s) noexcept nogil
+    void nh_request_stop(nh_interrupt *s) noexcept nogil
+    int64_t nh_atomic_add(int64_t *p, int64_t v) noexcept nogil
+    int64_t nh_atomic_get(int64_t *p) noexcept nogil
     int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double *t_eval,
                            int64_t nt, const double *x0, const double *par, int64_t par_stride,
                            int64_t lane0, int64_t count, int64_t width, double *y,
@@ -79,17 +98,45 @@ cdef extern from "nh_core.h":
     int nh_eval_rows(nh_kernel_fn fn, void *ctx, int64_t nin, int64_t nout, int64_t npar,
                      const double *t, const double *x, const double *par, int64_t par_stride,
                      int64_t rows_per_par, int64_t row0, int64_t nrows, double *out,
-                     int64_t block) noexcept nogil
+                     int64_t block, nh_interrupt *stop) noexcept nogil
 
 cdef extern from *:
     """
     #ifdef _OPENMP
+    #include <omp.h>
     #define NH_HAVE_OPENMP 1
+    static int nh_thread_num(void) { return omp_get_thread_num(); }
+    static int nh_num_threads(void) { return omp_get_num_threads(); }
+    static int nh_num_procs(void) { return omp_get_num_procs(); }
     #else
     #define NH_HAVE_OPENMP 0
+    static int nh_thread_num(void) { return 0; }
+    static int nh_num_threads(void) { return 1; }
+    static int nh_num_procs(void) { return 1; }
+    #endif
+    #if defined(_WIN32)
+    #include <windows.h>
+    static double nh_now(void) { return 1e-3 * (double)GetTickCount64(); }
+    static void nh_sleep_ms(int ms) { Sleep((DWORD)ms); }
+    #else
+    #include <time.h>
+    static double nh_now(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    }
+    static void nh_sleep_ms(int ms) {
+        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     #endif
     """
     int NH_HAVE_OPENMP
+    int nh_thread_num() noexcept nogil
+    int nh_num_threads() noexcept nogil
+    int nh_num_procs() noexcept nogil
+    double nh_now() noexcept nogil
+    void nh_sleep_ms(int ms) noexcept nogil
 
 HAVE_OPENMP = bool(NH_HAVE_OPENMP)
 # static storage: a capsule keeps a pointer to its name
@@ -102,11 +149,11 @@ KERNEL_CAPSULE = <bytes>_CAPSULE_NAME
 ABI_VERSION = NH_ABI_VERSION
 #: Kernel return codes (NH_OK, NH_ERR_*).
 ERR = {"ok": NH_OK, "size": NH_ERR_SIZE, "nomem": NH_ERR_NOMEM, "callback": NH_ERR_CALLBACK,
-       "arg": NH_ERR_ARG}
+       "arg": NH_ERR_ARG, "interrupted": NH_ERR_INTERRUPTED}
 #: Per-lane integration status (NH_LANE_*).
 LANE = {"ok": NH_LANE_OK, "nonfinite": NH_LANE_NONFINITE,
         "step_underflow": NH_LANE_STEP_UNDERFLOW, "max_steps": NH_LANE_MAX_STEPS,
-        "not_converged": NH_LANE_NOT_CONVERGED}
+        "not_converged": NH_LANE_NOT_CONVERGED, "interrupted": NH_LANE_INTERRUPTED}
 #: Indices into a kernel library's info array (NH_INFO_*, without NH_INFO_LEN).
 INFO = {"abi": NH_INFO_ABI, "nstate": NH_INFO_NSTATE, "nparam": NH_INFO_NPARAM,
         "nobs": NH_INFO_NOBS, "flags": NH_INFO_FLAGS, "nq": NH_INFO_NQ}
@@ -125,12 +172,40 @@ STAT = {"steps": NH_STAT_STEPS, "rhs": NH_STAT_RHS, "rejected": NH_STAT_REJECTED
         "iter": NH_STAT_ITER}
 NSTATS = NH_NSTATS
 
+#: Largest team of threads of one call: 4 per processor, at most 256. A larger ``threads``
+#: (and one larger than the work has blocks) is clamped; results do not depend on it.
+MAX_THREADS = max(1, min(256, 4 * nh_num_procs()))
+#: Interval between two signal checks of the calling thread during a run, in seconds.
+POLL_SECONDS = 0.02
+cdef double POLL_SECONDS_C = POLL_SECONDS
+
+_INT32_MAX = 2**31 - 1
+_INT64_MAX = 2**63 - 1
+
 _ERRORS = {
-    NH_ERR_SIZE: "inconsistent sizes handed to the core",
+    NH_ERR_SIZE: "inconsistent sizes handed to the core (or too large to address)",
     NH_ERR_NOMEM: "out of memory for the integrator work buffers",
     NH_ERR_CALLBACK: "a NumPy-backend kernel raised",
     NH_ERR_ARG: "invalid arguments handed to the core",
+    NH_ERR_INTERRUPTED: "the run was interrupted",
 }
+
+
+def _int_arg(value, str name, lo, hi):
+    """``value`` as a Python int in ``[lo, hi]``, checked before any conversion to C."""
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
+    if not lo <= v <= hi:
+        raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {v}")
+    return v
+
+
+def _team_size(threads, int64_t items):
+    """Threads of one call: the requested number clamped to the work and to MAX_THREADS."""
+    cdef int64_t t = _int_arg(threads, "threads", 1, _INT32_MAX)
+    return max(1, min(t, items, MAX_THREADS))
 
 
 def kernel_capsule(size_t address):
@@ -198,143 +273,306 @@ cdef _raise(int rc, object ctx):
     err = getattr(ctx, "error", None) if ctx is not None else None
     if rc == NH_ERR_CALLBACK and err is not None:
         ctx.error = None
+        if not isinstance(err, Exception):  # KeyboardInterrupt, SystemExit: as they are
+            raise err
         raise RuntimeError(_ERRORS[rc]) from err
     raise RuntimeError(_ERRORS.get(rc, f"core error code {rc}"))
 
 
+# ------------------------------------------------------------ a team of threads ----
+
+# One call's work: `nitems` independent items (lane blocks or chunks of rows) run by a team of
+# threads that take them from a shared counter. The team's thread 0 is the calling thread;
+# when that is the main thread it checks signals (the hook of `stop`) between steps and,
+# once its own items are done, keeps checking while the others finish.
+cdef struct _team:
+    int64_t nitems
+    int64_t next                # next item to take (atomic)
+    int64_t done                # threads of the team done with their items (atomic)
+    int *rcs                    # [nitems] return code of each item
+    nh_interrupt *stop
+    int (*item)(void *args, int64_t i) noexcept nogil
+    void *args
+
+
+cdef struct _watch:
+    int signals     # 1: the caller is the main thread, so check signals
+    double due      # monotonic time of the next check
+    void *caught    # a Python list (borrowed): the exception a signal handler raised
+
+
+cdef int _poll(void *p) noexcept nogil:
+    """The ``nh_interrupt`` hook: on the calling thread, every POLL_SECONDS, run the Python
+    signal handlers; an exception they raise is kept and stops the run."""
+    cdef _watch *w = <_watch *>p
+    cdef double now
+    if not w.signals or nh_thread_num() != 0:
+        return 0
+    now = nh_now()
+    if now < w.due:
+        return 0
+    w.due = now + POLL_SECONDS_C
+    with gil:
+        try:
+            PyErr_CheckSignals()
+        except BaseException as exc:
+            (<list>w.caught).append(exc)
+            return 1
+    return 0
+
+
+cdef void _work(_team *tm) noexcept nogil:
+    """Body of every thread of the team (inside the one parallel region)."""
+    cdef int64_t i
+    while not nh_stop_requested(tm.stop):
+        i = nh_atomic_add(&tm.next, 1)
+        if i >= tm.nitems:
+            break
+        tm.rcs[i] = tm.item(tm.args, i)
+    nh_atomic_add(&tm.done, 1)
+    if nh_thread_num() == 0:
+        while nh_atomic_get(&tm.done) < nh_num_threads():
+            nh_stop_requested(tm.stop)  # keeps checking signals; the others see the flag
+            nh_sleep_ms(2)
+
+
+cdef _run_team(int (*item)(void *args, int64_t i) noexcept nogil, void *args, int64_t nitems,
+               int threads, nh_interrupt *stop, object ctx):
+    """Run items [0, nitems) on `threads` threads; raise what a signal handler raised, or
+    the first failing item's error."""
+    cdef _team tm
+    cdef _watch w
+    cdef list caught = []
+    cdef int[::1] rcs = _codes(nitems)
+    tm.nitems = nitems
+    tm.next = 0
+    tm.done = 0
+    tm.rcs = &rcs[0]
+    tm.stop = stop
+    tm.item = item
+    tm.args = args
+    w.signals = threading.current_thread() is threading.main_thread()
+    w.due = nh_now() + POLL_SECONDS_C
+    w.caught = <void *>caught
+    stop.flag = 0
+    stop.poll = _poll
+    stop.ctx = &w
+    with nogil, parallel(num_threads=threads):
+        _work(&tm)
+    if caught:
+        raise caught[0]
+    if stop.flag:  # not reached: only the hook requests a stop
+        raise KeyboardInterrupt
+    _check(rcs, ctx)
+
+
 # ------------------------------------------------------------------- integration ----
 
-def integrate_batch(object rhs, object ctx, int64_t n, int64_t npar, int64_t split, int method,
+cdef struct _batch:
+    nh_system *sys
+    nh_options *opt
+    const double *t_eval
+    int64_t nt
+    const double *x0
+    const double *par
+    int64_t par_stride
+    int64_t ntraj
+    int64_t block
+    double *y
+    int32_t *status
+    int64_t *stats
+    int64_t *shared
+
+
+cdef int _batch_item(void *args, int64_t i) noexcept nogil:
+    cdef _batch *a = <_batch *>args
+    return nh_integrate_block(a.sys, a.opt, a.t_eval, a.nt, a.x0, a.par, a.par_stride, 0,
+                              a.ntraj, a.block, a.y, a.status, a.stats, a.shared)
+
+
+def integrate_batch(object rhs, object ctx, n, npar, split, method,
                     const double[::1] t_eval, const double[:, ::1] x0, const double[:, ::1] par,
                     double[:, :, ::1] y, int32_t[::1] status, int64_t[:, ::1] stats,
-                    double rtol, double atol, double h, double hmax, int64_t max_steps,
-                    double tol, int64_t max_iter, int threads=1, int64_t block=64):
+                    double rtol, double atol, double h, double hmax, max_steps,
+                    double tol, max_iter, threads=1, block=64):
     """Integrate every lane of a batch; see ``nhfast.integrate`` for the meaning of each field.
 
     ``par`` has one row per lane, or a single row that is broadcast. Each thread runs one
     block of ``block`` lane slots; a slot whose trajectory finishes takes the batch's next
     waiting trajectory from a counter shared by all threads (dynamic scheduling per
     trajectory, one tail per thread). Every trajectory's arithmetic is its own, so results do
-    not depend on threads or on which slot ran a trajectory.
+    not depend on threads or on which slot ran a trajectory. ``threads`` is clamped to the
+    number of blocks and to :data:`MAX_THREADS`.
+
+    Raises ``ValueError`` naming the argument for an integer out of range or inconsistent
+    shapes; on a signal whose handler raises (Ctrl-C), every thread stops after its current
+    step and the handler's exception (``KeyboardInterrupt``) propagates.
     """
     cdef nh_system sys
     cdef nh_options opt
+    cdef nh_interrupt stop
+    cdef _batch a
     cdef int64_t ntraj = x0.shape[0], nt = t_eval.shape[0]
-    cdef int64_t nblocks, b, par_stride
-    cdef const double *pp = NULL
-    cdef int64_t *shared = NULL
-    if x0.shape[1] != n:
-        raise ValueError(f"x0 has {x0.shape[1]} columns, the system has {n} states")
-    if y.shape[0] != ntraj or y.shape[1] != nt or y.shape[2] != n:
+    cdef int64_t nblocks
+    cdef int64_t[::1] counter = cvarray(shape=(1,), itemsize=sizeof(int64_t), format="q")
+    sys.n = _int_arg(n, "n", 1, _INT32_MAX)
+    sys.npar = _int_arg(npar, "npar", 0, _INT32_MAX)
+    sys.split = _int_arg(split, "split", 0, _INT32_MAX)
+    opt.method = _int_arg(method, "method", 0, NH_N_METHODS - 1)
+    opt.max_steps = _int_arg(max_steps, "max_steps", 1, _INT64_MAX)
+    opt.max_iter = _int_arg(max_iter, "max_iter", 1, _INT64_MAX)
+    a.block = _int_arg(block, "block", 1, _INT32_MAX)
+    _int_arg(threads, "threads", 1, _INT32_MAX)
+    if x0.shape[1] != sys.n:
+        raise ValueError(f"x0 has {x0.shape[1]} columns, the system has {sys.n} states")
+    if y.shape[0] != ntraj or y.shape[1] != nt or y.shape[2] != sys.n:
         raise ValueError("output array y has the wrong shape")
     if status.shape[0] != ntraj or stats.shape[0] != ntraj or stats.shape[1] != NH_NSTATS:
         raise ValueError("status/stats arrays have the wrong shape")
-    if par.shape[1] != npar or not (par.shape[0] == 1 or par.shape[0] == ntraj):
-        raise ValueError(f"params must have shape ({npar},) or ({ntraj}, {npar})")
-    if block < 1 or threads < 1:
-        raise ValueError("block and threads must be >= 1")
-    if ntraj == 0:
+    if par.shape[1] != sys.npar or not (par.shape[0] == 1 or par.shape[0] == ntraj):
+        raise ValueError(f"params must have shape ({sys.npar},) or ({ntraj}, {sys.npar})")
+    if ntraj == 0 or nt == 0:
+        if nt == 0 and ntraj > 0:
+            raise ValueError("t_eval must hold at least one time")
         return
     sys.rhs = _unwrap(rhs)
     sys.ctx = <void *>ctx if ctx is not None else NULL
-    sys.n = n
-    sys.npar = npar
-    sys.split = split
-    opt.method = method
     opt.rtol = rtol
     opt.atol = atol
     opt.h = h
     opt.hmax = hmax
-    opt.max_steps = max_steps
     opt.tol = tol
-    opt.max_iter = max_iter
-    par_stride = 0 if par.shape[0] == 1 else npar
-    if npar > 0:
-        pp = &par[0, 0]
-    if ctx is not None:
-        threads = 1  # Python kernels hold the GIL: threads would only contend for it
-    # one block per thread (no more blocks than blocks' worth of trajectories)
-    nblocks = min(<int64_t>threads, (ntraj + block - 1) // block)
-    cdef int64_t[::1] counter = cvarray(shape=(1,), itemsize=sizeof(int64_t), format="q")
+    opt.stop = &stop
+    # one block per thread (no more blocks than blocks' worth of trajectories); Python
+    # kernels hold the GIL: threads would only contend for it
+    nblocks = _team_size(1 if ctx is not None else threads, (ntraj + a.block - 1) // a.block)
     counter[0] = 0
-    if nblocks > 1:
-        shared = &counter[0]
-    cdef int[::1] rcs = _codes(nblocks)
-    with nogil:
-        for b in prange(nblocks, num_threads=nblocks, schedule="static", chunksize=1):
-            rcs[b] = nh_integrate_block(&sys, &opt, &t_eval[0], nt, &x0[0, 0], pp, par_stride,
-                                        0, ntraj, block, &y[0, 0, 0], &status[0], &stats[0, 0],
-                                        shared)
-    _check(rcs, ctx)
+    a.sys = &sys
+    a.opt = &opt
+    a.t_eval = &t_eval[0]
+    a.nt = nt
+    a.x0 = &x0[0, 0]
+    a.par = &par[0, 0] if sys.npar > 0 else NULL
+    a.par_stride = 0 if par.shape[0] == 1 else sys.npar
+    a.ntraj = ntraj
+    a.y = &y[0, 0, 0]
+    a.status = &status[0]
+    a.stats = &stats[0, 0]
+    a.shared = &counter[0] if nblocks > 1 else NULL
+    _run_team(_batch_item, &a, nblocks, <int>nblocks, &stop, ctx)
+
+
+# ------------------------------------------------------------ kernel evaluation ----
+
+cdef struct _soa:
+    nh_kernel_fn fn
+    void *ctx
+    const double *t
+    const double *x
+    const double *par
+    double *out
+    int64_t nl
+    int64_t chunk
+    nh_interrupt *stop
+
+
+cdef int _soa_item(void *args, int64_t c) noexcept nogil:
+    cdef _soa *a = <_soa *>args
+    cdef int64_t l0 = c * a.chunk
+    cdef int64_t m = a.nl - l0
+    if m > a.chunk:
+        m = a.chunk
+    return a.fn(a.ctx, a.t + l0, a.x + l0, a.par + l0 if a.par != NULL else NULL, a.out + l0,
+                m, a.nl)
 
 
 def eval_soa(object kernel, object ctx, const double[::1] t, const double[:, ::1] x,
-             const double[:, ::1] par, double[:, ::1] out, int threads=1, int64_t chunk=4096):
+             const double[:, ::1] par, double[:, ::1] out, threads=1, chunk=4096):
     """Evaluate a kernel on struct-of-arrays data: ``x[i, l]``, ``par[k, l]``, ``out[j, l]``
-    for lanes ``l < len(t)``; the kernel is called on chunks of lanes in place (no copies)."""
+    for lanes ``l < len(t)``; the kernel is called on chunks of lanes in place (no copies).
+
+    ``threads`` is clamped to the number of chunks and to :data:`MAX_THREADS`; the run is
+    interruptible between chunks (see :func:`integrate_batch`).
+    """
     cdef nh_kernel_fn fn = _unwrap(kernel)
-    cdef int64_t nl = t.shape[0], nin = x.shape[0], npar = par.shape[0], nout = out.shape[0]
-    cdef int64_t nchunks, c, l0, m
-    cdef void *cctx = <void *>ctx if ctx is not None else NULL
-    cdef const double *pp = NULL
-    cdef const double *xp = NULL
-    cdef double *op = NULL
+    cdef int64_t nl = t.shape[0], npar = par.shape[0], nout = out.shape[0]
+    cdef nh_interrupt stop
+    cdef _soa a
+    a.chunk = _int_arg(chunk, "chunk", 1, _INT32_MAX)
+    _int_arg(threads, "threads", 1, _INT32_MAX)
     if x.shape[1] != nl or out.shape[1] != nl or (npar > 0 and par.shape[1] != nl):
         raise ValueError("x, par and out must have one column per lane")
-    if chunk < 1 or threads < 1:
-        raise ValueError("chunk and threads must be >= 1")
     if nl == 0 or nout == 0:
         return
-    if npar > 0:
-        pp = &par[0, 0]
-    xp = &x[0, 0]
-    op = &out[0, 0]
-    if ctx is not None:
-        threads = 1
-    nchunks = (nl + chunk - 1) // chunk
-    cdef int[::1] rcs = _codes(nchunks)
-    with nogil:
-        for c in prange(nchunks, num_threads=threads, schedule="static"):
-            l0 = c * chunk
-            m = nl - l0
-            if m > chunk:
-                m = chunk
-            rcs[c] = fn(cctx, &t[l0], xp + l0, pp + l0 if pp != NULL else NULL, op + l0, m, nl)
-    _check(rcs, ctx)
+    nchunks = (nl + a.chunk - 1) // a.chunk
+    a.fn = fn
+    a.ctx = <void *>ctx if ctx is not None else NULL
+    a.t = &t[0]
+    a.x = &x[0, 0]
+    a.par = &par[0, 0] if npar > 0 else NULL
+    a.out = &out[0, 0]
+    a.nl = nl
+    a.stop = &stop
+    nthreads = _team_size(1 if ctx is not None else threads, nchunks)
+    _run_team(_soa_item, &a, nchunks, nthreads, &stop, ctx)
 
 
-def eval_rows(object kernel, object ctx, int64_t nout, const double[::1] t,
-              const double[:, ::1] x, const double[:, ::1] par, int64_t rows_per_par,
-              double[:, ::1] out, int threads=1, int64_t block=256):
+cdef struct _rows:
+    nh_kernel_fn fn
+    void *ctx
+    int64_t nin, nout, npar, nrows, rows_per_par, par_stride, chunk, block
+    const double *t
+    const double *x
+    const double *par
+    double *out
+    nh_interrupt *stop
+
+
+cdef int _rows_item(void *args, int64_t c) noexcept nogil:
+    cdef _rows *a = <_rows *>args
+    cdef int64_t row0 = c * a.chunk
+    cdef int64_t m = a.nrows - row0
+    if m > a.chunk:
+        m = a.chunk
+    return nh_eval_rows(a.fn, a.ctx, a.nin, a.nout, a.npar, a.t, a.x, a.par, a.par_stride,
+                        a.rows_per_par, row0, m, a.out, a.block, a.stop)
+
+
+def eval_rows(object kernel, object ctx, nout, const double[::1] t,
+              const double[:, ::1] x, const double[:, ::1] par, rows_per_par,
+              double[:, ::1] out, threads=1, block=256):
     """Evaluate a kernel on each row of ``x`` (times ``t``); parameters of row r are
-    ``par[r // rows_per_par]`` (or the single row of ``par``)."""
+    ``par[r // rows_per_par]`` (or the single row of ``par``).
+
+    Rows go to the kernel in lane blocks of ``block``; ``threads`` is clamped to the number
+    of chunks of 16 blocks and to :data:`MAX_THREADS`; the run is interruptible between
+    blocks (see :func:`integrate_batch`).
+    """
     cdef nh_kernel_fn fn = _unwrap(kernel)
-    cdef int64_t nrows = x.shape[0], nin = x.shape[1], npar = par.shape[1]
-    cdef int64_t chunk, nchunks, c, row0, m, par_stride
-    cdef void *cctx = <void *>ctx if ctx is not None else NULL
-    cdef const double *pp = NULL
-    if t.shape[0] != nrows or out.shape[0] != nrows or out.shape[1] != nout:
+    cdef nh_interrupt stop
+    cdef _rows a
+    a.nout = _int_arg(nout, "nout", 0, _INT32_MAX)
+    a.rows_per_par = _int_arg(rows_per_par, "rows_per_par", 1, _INT64_MAX)
+    a.block = _int_arg(block, "block", 1, _INT32_MAX)
+    _int_arg(threads, "threads", 1, _INT32_MAX)
+    a.nrows = x.shape[0]
+    a.nin = x.shape[1]
+    a.npar = par.shape[1]
+    if t.shape[0] != a.nrows or out.shape[0] != a.nrows or out.shape[1] != a.nout:
         raise ValueError("t/out do not match the rows of x")
-    if rows_per_par < 1 or block < 1 or threads < 1:
-        raise ValueError("rows_per_par, block and threads must be >= 1")
-    if par.shape[0] != 1 and par.shape[0] * rows_per_par < nrows:
+    if par.shape[0] != 1 and par.shape[0] * a.rows_per_par < a.nrows:
         raise ValueError("too few parameter rows for the rows of x")
-    if nrows == 0 or nout == 0:
+    if a.nrows == 0 or a.nout == 0:
         return
-    par_stride = 0 if par.shape[0] == 1 else npar
-    if npar > 0:
-        pp = &par[0, 0]
-    if ctx is not None:
-        threads = 1
-    chunk = block * 16
-    nchunks = (nrows + chunk - 1) // chunk
-    cdef int[::1] rcs = _codes(nchunks)
-    with nogil:
-        for c in prange(nchunks, num_threads=threads, schedule="dynamic", chunksize=1):
-            row0 = c * chunk
-            m = nrows - row0
-            if m > chunk:
-                m = chunk
-            rcs[c] = nh_eval_rows(fn, cctx, nin, nout, npar, &t[0], &x[0, 0], pp, par_stride,
-                                  rows_per_par, row0, m, &out[0, 0], block)
-    _check(rcs, ctx)
+    a.par_stride = 0 if par.shape[0] == 1 else a.npar
+    a.fn = fn
+    a.ctx = <void *>ctx if ctx is not None else NULL
+    a.t = &t[0]
+    a.x = &x[0, 0]
+    a.par = &par[0, 0] if a.npar > 0 else NULL
+    a.out = &out[0, 0]
+    a.stop = &stop
+    a.chunk = a.block * 16
+    nchunks = (a.nrows + a.chunk - 1) // a.chunk
+    nthreads = _team_size(1 if ctx is not None else threads, nchunks)
+    _run_team(_rows_item, &a, nchunks, nthreads, &stop, ctx)

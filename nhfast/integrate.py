@@ -178,10 +178,12 @@ def integrate(
             raise ValueError(f"h (the step size) is required for the fixed-step method {method!r}")
         h0 = positive(h, "h")
         if t.size > 1:
-            steps = np.maximum(1, np.ceil(np.abs(np.diff(t)) / h0 * (1 - 1e-12)))
-            nsteps = int(np.sum(steps))
-            if nsteps > max_steps:
-                raise ValueError(f"h={h0:g} needs {nsteps} steps, more than max_steps={max_steps}")
+            with np.errstate(over="ignore"):
+                steps = np.maximum(1, np.ceil(np.abs(np.diff(t)) / h0 * (1 - 1e-12)))
+            nsteps = float(np.sum(steps))  # may overflow to inf for a tiny h: compare as float
+            if not nsteps <= max_steps:
+                count = f"{nsteps:.0f}" if nsteps < 1e15 else f"{nsteps:.3g}"
+                raise ValueError(f"h={h0:g} needs {count} steps, more than max_steps={max_steps}")
     hm = 0.0 if hmax is None else positive(hmax, "hmax")
     positive_ints(threads=threads, max_steps=max_steps, max_iter=max_iter, block=block)
 

@@ -22,8 +22,14 @@ README = ROOT / "README.md"
 pytestmark = pytest.mark.skipif(not README.exists(), reason="README.md is not beside the tests")
 
 #: Lines of bash blocks that CI runs itself after the tests (.ci/run: installs, the test suite,
-#: the benchmarks and the dashboard built from their results).
-CI_RUNS = ("python -m pip install", "pytest", "NHFAST_BENCH_FULL=", "python benchmarks/")
+#: the benchmarks, the dashboard built from their results, and the wheel check).
+CI_RUNS = (
+    "python -m pip install",
+    "pytest",
+    "NHFAST_BENCH_FULL=",
+    "python benchmarks/",
+    "python tools/wheel-check",
+)
 
 
 def blocks(lang: str) -> list[tuple[int, str]]:

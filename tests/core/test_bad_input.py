@@ -85,6 +85,10 @@ def test_fixed_step_needs_h_and_budget(oscillator):
         ValueError, match="h \\(the step size\\) is required for the fixed-step method 'gauss4'"
     ):
         nh.integrate(oscillator, [1.0, 0.0], [0, 1], method="gauss4", params=[1.0])
+    with pytest.raises(ValueError, match=r"h=1e-300 needs inf steps, more than max_steps"):
+        nh.integrate(oscillator, [1.0, 0.0], [0, 1e300], method="rk4", h=1e-300, params=[1.0])
+    with pytest.raises(ValueError, match=r"h=1e-300 needs 1e\+300 steps, more than max_steps"):
+        nh.integrate(oscillator, [1.0, 0.0], [0, 1], method="rk4", h=1e-300, params=[1.0])
     with pytest.raises(ValueError, match="needs 1000000 steps, more than max_steps=1000"):
         nh.integrate(
             oscillator, [1.0, 0.0], [0, 1], method="rk4", h=1e-6, params=[1.0], max_steps=1000
