@@ -18,6 +18,7 @@ from nhfast._version import __version__
 from nhfast.codegen import IndexedProgram
 from nhfast.errors import (
     BackendWarning,
+    CacheWarning,
     CompilationError,
     ConstraintAlgorithmError,
     HolonomicConstraintsWarning,
@@ -48,6 +49,7 @@ __all__ = [
     "IntegrationError",
     "IntegrationWarning",
     "BackendWarning",
+    "CacheWarning",
     "ConstraintAlgorithmError",
     "HolonomicConstraintsWarning",
     "UsageError",

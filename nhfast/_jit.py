@@ -9,7 +9,9 @@ loads the winner's entry. A library whose checksum does not match is moved aside
 
 from __future__ import annotations
 
+import atexit
 import ctypes
+import errno
 import hashlib
 import json
 import os
@@ -20,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import threading
 import time
 import uuid
@@ -29,12 +32,14 @@ from functools import lru_cache
 from pathlib import Path
 
 from nhfast._abi import ABI_VERSION, INCLUDE_DIR, INFO, INFO_LEN
-from nhfast.errors import BackendWarning, CompilationError
+from nhfast.errors import BackendWarning, CacheWarning, CompilationError
 
 _LIB_EXT = ".dll" if sys.platform == "win32" else ".dylib" if sys.platform == "darwin" else ".so"
 _lock = threading.Lock()
 _loaded: dict[str, LoadedLibrary] = {}
 _warned_no_compiler = False
+_warned_roots: set[Path] = set()  # unusable cache directories already warned about
+_fallback_root: Path | None = None  # this process's private cache, made when first needed
 
 
 def cache_dir() -> Path:
@@ -50,7 +55,12 @@ def cache_dir() -> Path:
 def compiler_command() -> list[str] | None:
     """The C compiler: ``$CC``, else the one Python was built with, else ``cc``; None if absent."""
     cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
-    cmd = shlex.split(cc)
+    try:
+        cmd = shlex.split(cc)
+    except ValueError as exc:
+        raise ValueError(
+            f"CC={cc!r} cannot be split into a command ({exc}): fix its quoting"
+        ) from None
     if not cmd or shutil.which(cmd[0]) is None:
         if not os.environ.get("CC") and shutil.which("cc"):
             return ["cc"]
@@ -87,7 +97,13 @@ def compile_flags() -> list[str]:
     """Flags for kernel libraries (``$NHFAST_CFLAGS`` replaces the optimisation flags)."""
     env = os.environ.get("NHFAST_CFLAGS")
     if env is not None:
-        opt = shlex.split(env)
+        try:
+            opt = shlex.split(env)
+        except ValueError as exc:
+            raise ValueError(
+                f"NHFAST_CFLAGS={env!r} cannot be split into compiler flags ({exc}): "
+                "fix its shell quoting"
+            ) from None
     else:
         opt = ["-O3", "-fno-math-errno"]
         machine = platform.machine().lower()
@@ -224,6 +240,42 @@ def _load(key: str, entry: Path) -> LoadedLibrary:
     return LoadedLibrary(key=key, path=entry, lib=lib, info=info)
 
 
+def _probe(root: Path) -> None:
+    """Create ``root`` if needed; raise OSError unless kernels can be built in it."""
+    root.mkdir(parents=True, exist_ok=True)  # FileExistsError when root is a file
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, "not writable", str(root))
+
+
+def build_root() -> Path:
+    """Where this process builds kernels: :func:`cache_dir`, or a private temporary cache.
+
+    When the configured directory cannot be created or written (``NHFAST_CACHE_DIR`` names a
+    file, a read-only directory, ...), nhfast warns once per directory and builds in one
+    temporary directory per process (``tempfile.mkdtemp``), so the run still works.
+    """
+    global _fallback_root
+    root = cache_dir()
+    try:
+        _probe(root)
+        return root
+    except OSError as exc:
+        reason = f"{type(exc).__name__}: {exc.strerror or exc}"
+    if _fallback_root is None or not _fallback_root.is_dir():
+        _fallback_root = Path(tempfile.mkdtemp(prefix="nhfast-kernels-"))
+        atexit.register(shutil.rmtree, _fallback_root, ignore_errors=True)
+    if root not in _warned_roots:
+        _warned_roots.add(root)
+        warnings.warn(
+            f"the kernel cache {root} (NHFAST_CACHE_DIR, else the user cache directory) is not "
+            f"usable ({reason}); this process caches kernels in {_fallback_root} instead. "
+            "Set NHFAST_CACHE_DIR to a writable directory.",
+            CacheWarning,
+            stacklevel=4,
+        )
+    return _fallback_root
+
+
 def build(source: str) -> tuple[LoadedLibrary, bool]:
     """Compile (or find in the cache) and load the library for ``source``.
 
@@ -236,9 +288,11 @@ def build(source: str) -> tuple[LoadedLibrary, bool]:
     with _lock:
         if key in _loaded:
             return _loaded[key], True
-        root = cache_dir()
-        root.mkdir(parents=True, exist_ok=True)
+        configured = cache_dir()
+        root = build_root()
         entry = root / f"k{key[:40]}"
+        if root != configured and _valid(configured / entry.name):
+            entry = configured / entry.name  # a read-only cache still serves its entries
         hit = False
         for _ in range(3):
             if entry.exists():

@@ -12,9 +12,10 @@ import argparse
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TextIO, TypeVar
 
 from nhfast import _jit
 from nhfast._validate import positive, positive_int
@@ -155,9 +156,9 @@ def run_command(
         )
     except UsageError as exc:
         parser.error(f"argument {exc}")
-    except (CompilationError, IntegrationError, ArithmeticError, ValueError) as exc:
-        # a run that cannot finish (compiler, integrator, a check rejecting its data): one
-        # line, exit code 1; NHFAST_DEBUG=1 shows the traceback
+    except (CompilationError, IntegrationError, ArithmeticError, ValueError, OSError) as exc:
+        # a run that cannot finish (compiler, integrator, a check rejecting its data, the file
+        # system): one line, exit code 1; NHFAST_DEBUG=1 shows the traceback
         if os.environ.get("NHFAST_DEBUG"):
             raise
         print(f"nhfast: error: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -213,13 +214,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.command == "run":
-        return run_command(parser, args, CHECKS)
-    if args.command == "check":
-        return run_command(parser, args, (args.what,))
-    if args.command == "examples":
-        return examples_command()
-    return cache_command(args.action)
+    with warnings.catch_warnings():
+        if not os.environ.get("NHFAST_DEBUG"):
+            warnings.showwarning = _show_warning
+        if args.command == "run":
+            return run_command(parser, args, CHECKS)
+        if args.command == "check":
+            return run_command(parser, args, (args.what,))
+        if args.command == "examples":
+            return examples_command()
+        return cache_command(args.action)
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """Warnings as one line ``nhfast: warning: <Category>: <message>`` (no source line)."""
+    print(f"nhfast: warning: {category.__name__}: {message}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,10 @@ class IntegrationWarning(RuntimeWarning):
     """Some trajectories failed and the caller asked to keep the others."""
 
 
+class CacheWarning(RuntimeWarning):
+    """The kernel cache directory is not usable; a private temporary cache is used instead."""
+
+
 class BackendWarning(RuntimeWarning):
     """nhfast fell back to the slow NumPy backend (no C compiler)."""
 

@@ -79,14 +79,13 @@ def _solve_specs(solves: Sequence[Any], known: set) -> list[SolveSpec]:
             raise ValueError(
                 f"solves[{k}].unknowns reuse states, params or earlier unknowns: {names}"
             )
-        used = set().union(*(sp.sympify(e).free_symbols for e in [*mat, *rhs]))
-        missing = used - known
-        if missing:
-            names = ", ".join(sorted(map(str, missing)))
-            raise ValueError(
-                f"solves[{k}] uses symbols that are neither states, params, time nor earlier "
-                f"unknowns: {names}"
-            )
+        _check_symbols(
+            f"solves[{k}]",
+            [sp.sympify(e) for e in [*mat, *rhs]],
+            known,
+            "neither states, params, time nor earlier unknowns",
+            "",
+        )
         specs.append(
             SolveSpec(tuple(unknowns), tuple(mat), tuple(rhs), bool(getattr(ls, "spd", True)))
         )
@@ -114,17 +113,72 @@ def _symbols(arg: Any, name: str) -> list[sp.Symbol]:
     return items
 
 
-def _exprs(arg: Any, name: str) -> list[sp.Expr]:
+_NONFINITE = (sp.zoo, sp.nan, sp.oo, -sp.oo)
+
+
+def _exprs(arg: Any, name: str, labels: Sequence[str] | None = None) -> list[sp.Expr]:
+    """``arg`` as SymPy scalar expressions, each finite and free of complex constants.
+
+    ``labels`` names the items in messages (default ``name[i]``).
+    """
     if isinstance(arg, sp.MatrixBase):
         arg = list(arg)
     try:
         items = [sp.sympify(e) for e in arg]
     except (TypeError, sp.SympifyError) as exc:
         raise TypeError(f"{name} must be a sequence of sympy expressions: {exc}") from None
-    for e in items:
+    for i, e in enumerate(items):
         if not isinstance(e, sp.Expr):
             raise TypeError(f"{name} must contain scalar expressions, got {e!r}")
+        label = labels[i] if labels is not None else f"{name}[{i}]"
+        bad = [str(c) for c in _NONFINITE if e.has(c)]
+        if bad:
+            raise ValueError(
+                f"{label} is not finite ({', '.join(bad)}): {e} (a division by zero or an "
+                "infinite limit: write the expression so that it is finite)"
+            )
+        if e.has(sp.I):
+            raise ValueError(
+                f"{label} has complex constants (I): {e} (nhfast integrates real systems: "
+                "split it into real and imaginary parts as separate states)"
+            )
     return items
+
+
+def _assumptions(s: sp.Symbol) -> str:
+    given = getattr(s, "_assumptions_orig", None)
+    if given is None:
+        given = s.assumptions0
+    return "Symbol({!r}{})".format(str(s), "".join(f", {k}={v}" for k, v in sorted(given.items())))
+
+
+def _check_symbols(
+    label: str,
+    exprs: Sequence[sp.Expr],
+    known: set,
+    what: str = "neither states, params nor time",
+    fix: str = " (add them to params=, or define them by solves=)",
+) -> None:
+    """Raise ValueError naming the symbols of ``exprs`` not in ``known`` (states, params, ...).
+
+    A symbol whose name matches a known one but whose assumptions differ is a different
+    SymPy symbol; the message then lists both.
+    """
+    missing = set().union(*(e.free_symbols for e in exprs)) - known if exprs else set()
+    if not missing:
+        return
+    by_name = {str(k): k for k in known}
+    twins = sorted((m for m in missing if str(m) in by_name), key=str)
+    if twins:
+        pairs = "; ".join(
+            f"uses {_assumptions(m)}, declared {_assumptions(by_name[str(m)])}" for m in twins
+        )
+        raise ValueError(
+            f"{label} uses a symbol whose name matches a declared one but whose assumptions "
+            f"differ: {pairs} (create both with the same sp.Symbol arguments)"
+        )
+    names = ", ".join(sorted(map(str, missing)))
+    raise ValueError(f"{label} uses symbols that are {what}: {names}{fix}")
 
 
 @dataclass
@@ -191,7 +245,8 @@ class VectorField:
         for k in obs:
             if not isinstance(k, str) or not k.isidentifier():
                 raise ValueError(f"observables: names must be identifiers, got {k!r}")
-        self.observables = dict(zip(obs, _exprs(obs.values(), "observables"), strict=True))
+        labels = [f"observables[{k!r}]" for k in obs]
+        self.observables = dict(zip(obs, _exprs(obs.values(), "observables", labels), strict=True))
         known = (
             set(self.states) | set(self.params) | ({self.time} if self.time is not None else set())
         )
@@ -202,20 +257,15 @@ class VectorField:
             # derivatives of the unknowns, as used by with_divergence()
             known |= {deriv_symbol(k, a, j) for a in range(sv.r) for j in range(len(self.states))}
         dom = dict(self.domain or {})
-        self.domain = dict(zip(dom, _exprs(dom.values(), "domain"), strict=True))
+        labels = [f"domain[{k!r}]" for k in dom]
+        self.domain = dict(zip(dom, _exprs(dom.values(), "domain", labels), strict=True))
         groups = (
             ("rhs", self.rhs),
             ("observables", list(self.observables.values())),
             ("domain", list(self.domain.values())),
         )
         for label, exprs in groups:
-            missing = set().union(*(e.free_symbols for e in exprs)) - known if exprs else set()
-            if missing:
-                names = ", ".join(sorted(map(str, missing)))
-                raise ValueError(
-                    f"{label} uses symbols that are neither states, params nor time: {names} "
-                    "(add them to params=, or define them by solves=)"
-                )
+            _check_symbols(label, exprs, known)
             undefined = set().union(*(e.atoms(AppliedUndef) for e in exprs)) if exprs else set()
             if undefined:
                 names = ", ".join(sorted(map(str, undefined)))
@@ -580,7 +630,9 @@ class HamiltonianSystem(VectorField):
             raise ValueError(
                 f"q and p must be non-empty and of equal length, got {len(q)} and {len(p)}"
             )
-        (H,) = _exprs([H], "H")
+        (H,) = _exprs([H], "H", ["H"])
+        known = {*q, *p, *_symbols(params, "params"), *([time] if time is not None else [])}
+        _check_symbols("H", [H], known)
         self.q, self.p, self.H = q, p, H
         rhs = [sp.diff(H, pi) for pi in p] + [-sp.diff(H, qi) for qi in q]
         obs = {"energy": H, **dict(observables or {})}

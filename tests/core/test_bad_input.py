@@ -164,3 +164,72 @@ def test_implicit_solve_cap_reported(oscillator):
     assert info.value.status[0] == 4
     res = nh.integrate(oscillator, [1.0, 0.0], [0, 1], method="gauss4", h=0.05, params=[10.0])
     assert res.stats["iterations"][0] <= 100 * res.stats["steps"][0]
+
+
+# --- issue 14, item 4: rejected at construction or call time, the argument and the fix named ---
+
+
+def test_complex_constant_in_rhs_rejected_at_construction():
+    x, y = sp.symbols("x y")
+    with pytest.raises(ValueError, match=r"rhs\[1\] has complex constants \(I\): I\*x"):
+        nh.VectorField([x, y], [y, sp.I * x])
+    with pytest.raises(ValueError, match=r"observables\['e'\] has complex constants"):
+        nh.VectorField([x], [x], observables={"e": x + 2j})
+
+
+@pytest.mark.parametrize(
+    "expr,what",
+    [
+        (lambda x: 1 / (x - x), "zoo"),
+        (lambda x: sp.nan * x, "nan"),
+        (lambda x: sp.oo * x, "oo"),
+        (lambda x: -sp.oo * x, "-oo"),
+    ],
+)
+def test_nonfinite_rhs_rejected_at_construction(expr, what):
+    x = sp.Symbol("x")
+    with pytest.raises(ValueError, match=rf"rhs\[0\] is not finite \({what}\): "):
+        nh.VectorField([x], [expr(x)])
+
+
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        ({"x0": [1.0 + 1.0j, 0.0]}, "x0 must be real"),
+        ({"x0": np.array([1.0, 0.0], dtype=complex)}, "x0 must be real"),
+        ({"params": [1.0 + 0.5j]}, "params must be real"),
+        ({"t_eval": [0.0, 1.0j]}, "t_eval must be real"),
+    ],
+)
+def test_complex_inputs_refused_not_truncated(oscillator, kw, match):
+    args = {"x0": [1.0, 0.0], "t_eval": [0.0, 1.0], "params": [1.0], **kw}
+    with pytest.raises(TypeError, match=match):
+        nh.integrate(oscillator, args["x0"], args["t_eval"], params=args["params"])
+
+
+def test_same_name_different_assumptions_is_named():
+    x = sp.Symbol("x")
+    xr = sp.Symbol("x", real=True)
+    with pytest.raises(
+        ValueError,
+        match=r"rhs uses a symbol whose name matches a declared one but whose assumptions "
+        r"differ: uses Symbol\('x', real=True\), declared Symbol\('x'\)",
+    ):
+        nh.VectorField([x], [-xr])
+
+
+def test_undeclared_symbol_in_h_is_reported_in_h():
+    q, p, b = sp.symbols("q p b")
+    # b enters only the energy, so the right-hand side alone does not show it
+    with pytest.raises(ValueError, match="^H uses symbols that are neither states, params nor "):
+        nh.HamiltonianSystem([q], [p], p**2 / 2 + b)
+    with pytest.raises(ValueError, match="^H uses symbols .*: b"):
+        nh.HamiltonianSystem([q], [p], p**2 / 2 + b * q)
+
+
+def test_bad_cflags_quoting_names_the_variable(monkeypatch):
+    from nhfast import _jit
+
+    monkeypatch.setenv("NHFAST_CFLAGS", "-O2 '-DX")
+    with pytest.raises(ValueError, match="NHFAST_CFLAGS=.*No closing quotation.*quoting"):
+        _jit.compile_flags()

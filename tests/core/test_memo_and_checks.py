@@ -31,10 +31,13 @@ def test_memo_is_per_object_and_goes_with_the_object():
     assert _cache.memo(a, "k", lambda: build("again")) is first
     assert _cache.memo(b, "k", lambda: build("b")) == ["b"]
     assert calls == ["a", "b"]
-    n = len(_cache._MEMO)
+    ref = _cache._MEMO[id(a)][0]
+    assert ref() is a and id(b) in _cache._MEMO
     del a
     gc.collect()
-    assert len(_cache._MEMO) == n - 1
+    # a's entry went with a (other tests' owners may be collected here too: count only ours)
+    assert ref() is None and all(r is not ref for r, _ in _cache._MEMO.values())
+    assert _cache._MEMO[id(b)][0]() is b
     _cache.forget(b, "k")
     assert _cache.memo(b, "k", lambda: build("b2")) == ["b2"]
 
