@@ -165,13 +165,15 @@ def test_out_is_a_file(tmp_path, capsys):
     assert f"argument --out: {f} exists and is not a directory" in capsys.readouterr().err
 
 
-def test_console_bad_argument_subprocess():
+def test_console_bad_argument_subprocess(tmp_path):
+    # cwd outside the source tree: "python -m" puts cwd first on sys.path
     proc = subprocess.run(
         [sys.executable, "-m", "nhfast", "run", "veselova", "--lanes", "-5"],
         capture_output=True,
         text=True,
         timeout=60,
         env=dict(os.environ),
+        cwd=tmp_path,
     )
     assert proc.returncode == 2
     assert "argument --lanes: expected a positive integer, got '-5'" in proc.stderr

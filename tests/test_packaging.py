@@ -75,9 +75,14 @@ def test_version_comes_from_one_place():
     assert importlib.metadata.version("nhfast") == __version__
 
 
-def test_version_flag():
+def test_version_flag(tmp_path):
+    # cwd outside the source tree: "python -m" puts cwd first on sys.path
     out = subprocess.run(
-        [sys.executable, "-m", "nhfast", "--version"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "nhfast", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == f"nhfast {__version__}"
