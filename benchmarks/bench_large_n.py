@@ -408,4 +408,3 @@ def test_dop853_scipy(benchmark, problem):
         benchmark, out, sub, "scipy", "dop853", RTOL, 1, y, nfev, lambdify_seconds=seconds,
         batch_lanes=p.lanes, per_lane_seconds=min(out["sec"]) / k,
     )  # fmt: skip
-
