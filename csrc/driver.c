@@ -2,11 +2,7 @@
  * evaluates kernels over row-major data (observables, companions). */
 #include "nh_block.h"
 
-int nh_stop_requested(nh_interrupt *s) {
-    if (!s) return 0;
-    if (s->poll && s->poll(s->ctx)) nh_set_flag(&s->flag);
-    return nh_load_flag(&s->flag);
-}
+int nh_stop_requested(nh_interrupt *s) { return nh_check_stop(s); }
 
 void nh_request_stop(nh_interrupt *s) {
     if (s) nh_set_flag(&s->flag);
@@ -139,7 +135,7 @@ int nh_eval_rows(nh_kernel_fn fn, void *ctx, int64_t nin, int64_t nout, int64_t 
         goto done;
     }
     for (int64_t r0 = row0; r0 < row0 + nrows && rc == NH_OK; r0 += B) {
-        if (nh_stop_requested(stop)) {
+        if (nh_check_stop(stop)) {
             rc = NH_ERR_INTERRUPTED;
             break;
         }

@@ -203,8 +203,16 @@ static inline int nh_load_flag(int *p) { return __atomic_load_n(p, __ATOMIC_RELA
 static inline void nh_set_flag(int *p) { __atomic_store_n(p, 1, __ATOMIC_RELAXED); }
 #endif
 
+/* Whether a stop was asked for: runs the optional poll hook (the caller's signal check) first,
+ * then reads the flag. Inline, since the schemes ask on every step. */
+static inline int nh_check_stop(nh_interrupt *s) {
+    if (!s) return 0;
+    if (s->poll && s->poll(s->ctx)) nh_set_flag(&s->flag);
+    return nh_load_flag(&s->flag);
+}
+
 /* Whether the run this block belongs to was asked to stop (see nh_interrupt). */
-static inline int nh_stopping(const nh_block *b) { return nh_stop_requested(b->opt->stop); }
+static inline int nh_stopping(const nh_block *b) { return nh_check_stop(b->opt->stop); }
 
 /* Largest element count of one work buffer: a count below it, times the few dozen arrays and
  * the 8 bytes of a double, stays far from overflowing size_t and ptrdiff_t. */
