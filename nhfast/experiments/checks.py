@@ -17,6 +17,7 @@ from nhfast.analysis.density import discover_density
 from nhfast.analysis.hamiltonisation import hamiltonisation_report
 from nhfast.analysis.measure import check_measure
 from nhfast.analysis.result import Check
+from nhfast.codegen import numpy_rows
 from nhfast.experiments.catalogue import Instance
 from nhfast.symbolic import invariant_measure, phi_simple
 
@@ -238,11 +239,9 @@ def discovery_check(instance: Instance, seed: int, params: np.ndarray | None) ->
     label = next(
         (c.label for c in instance.measure_claims if c.invariant), str(instance.log_density)
     )
-    args = [vf.states, vf.params]
-    par = np.broadcast_to(np.zeros(0) if params is None else params, (len(x), vf.n_params))
-    f_fit = sp.lambdify(args, fit.sigma, "numpy")
-    f_claim = sp.lambdify(args, instance.log_density, "numpy")
-    diff = np.array([f_fit(xi, pi) - f_claim(xi, pi) for xi, pi in zip(x, par, strict=True)])
+    par = np.zeros((1, 0)) if params is None else np.atleast_2d(np.asarray(params, dtype=float))
+    both = numpy_rows([*vf.states, *vf.params], [fit.sigma, instance.log_density])(x, par)
+    diff = both[:, 0] - both[:, 1]
     spread = float(np.max(diff) - np.min(diff))
     figures["spread of sigma_fit - sigma_claimed on the samples"] = spread
     if spread <= DISCOVERY_SPREAD:
