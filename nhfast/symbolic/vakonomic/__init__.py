@@ -8,6 +8,9 @@
   the Dirac and vakonomic brackets.
 * :mod:`~nhfast.symbolic.vakonomic.nh_vs_vak` -- is every nonholonomic trajectory vakonomic
   (coordinate route); :mod:`~nhfast.symbolic.vakonomic.consistency` -- the frame route.
+* :mod:`~nhfast.symbolic.vakonomic.noninvariant` -- seed 000's own route: the variation (3.1),
+  the tensors R, B, FL, HL of a non-invariant Chaplygin system, Lemma 4.6, (4.16), Thm. 4.8(b);
+  Sec. 5 on Lie groups, (5.3), (5.6), (5.8)-(5.10).
 """
 
 from nhfast.symbolic.vakonomic._forms import (
@@ -47,6 +50,23 @@ from nhfast.symbolic.vakonomic.nh_vs_vak import (
     vakonomic_residual,
     vakonomic_test,
 )
+from nhfast.symbolic.vakonomic.noninvariant import (
+    ChaplyginBundle,
+    IntegralCriterion,
+    LeftInvariantConstraint,
+    admissible_pair_residuals,
+    admissible_variation,
+    chaplygin_bundle,
+    coordinate_multipliers,
+    euler_poincare_suslov,
+    generator_equation,
+    integral_criterion,
+    left_invariant_constraint,
+    lie_generator_equation,
+    lie_integral_criterion_integrands,
+    lie_vakonomic_equations,
+    multiplier_equation,
+)
 
 __all__ = [
     # the one convention: forms, integrability, symbols, multiplier conversion
@@ -81,4 +101,20 @@ __all__ = [
     "frame_data",
     "consistency_test",
     "restriction_test",
+    # seed 000's own route: non-invariant Chaplygin systems (Lemma 4.6, (4.16), Thm. 4.8(b))
+    "admissible_variation",
+    "ChaplyginBundle",
+    "chaplygin_bundle",
+    "generator_equation",
+    "multiplier_equation",
+    "coordinate_multipliers",
+    "IntegralCriterion",
+    "integral_criterion",
+    "admissible_pair_residuals",
+    "LeftInvariantConstraint",
+    "left_invariant_constraint",
+    "lie_generator_equation",
+    "lie_integral_criterion_integrands",
+    "euler_poincare_suslov",
+    "lie_vakonomic_equations",
 ]
