@@ -29,9 +29,13 @@ from nhfast.symbolic.vakonomic.consistency import (
 )
 from nhfast.symbolic.vakonomic.constraint_algorithm import (
     ConstraintAlgorithmResult,
+    PresymplecticForm,
+    SODEMultiplierRates,
     VakonomicHamiltonian,
     dirac_bergmann,
     poisson_bracket,
+    presymplectic_form,
+    sode_multiplier_rates,
     vakonomic_hamiltonian,
     vakonomic_hamiltonian_field,
 )
@@ -89,6 +93,10 @@ __all__ = [
     "VakonomicHamiltonian",
     "vakonomic_hamiltonian",
     "vakonomic_hamiltonian_field",
+    "PresymplecticForm",
+    "presymplectic_form",
+    "SODEMultiplierRates",
+    "sode_multiplier_rates",
     # nonholonomic versus vakonomic, coordinate route
     "NonholonomicData",
     "nonholonomic_data",

@@ -10,7 +10,9 @@ The vakonomic bracket (Def. VII.2) is the canonical bracket in the Darboux coord
 ``(q, phat)`` of ``(M_2, omega_2)`` (equal to the Dirac bracket, Prop. VII.1); the printed
 formula (18), read literally, is wrong, and
 :meth:`VakonomicHamiltonian.printed_bracket_18` evaluates it only so that tests show the
-difference.
+difference.  The Lagrangian side of Section IV and VI: :func:`presymplectic_form`
+(``omega_calL``, ``E_calL`` and the kernel ``{Z_i, d/dlambdadot^i}``) and
+:func:`sode_multiplier_rates` (``D^i = Gamma(B^i)`` on ``S = {lambdadot = B}``).
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ from nhfast.symbolic.vakonomic._forms import (
     constraint_one_forms,
     is_integrable,
     taken_names,
+    velocity_symbols,
 )
+from nhfast.symbolic.vakonomic.equations import vakonomic_equations
 from nhfast.vectorfield import HamiltonianSystem, LinearSolve, VectorField
 
 __all__ = [
@@ -48,6 +52,10 @@ __all__ = [
     "VakonomicHamiltonian",
     "vakonomic_hamiltonian",
     "vakonomic_hamiltonian_field",
+    "PresymplecticForm",
+    "presymplectic_form",
+    "SODEMultiplierRates",
+    "sode_multiplier_rates",
 ]
 
 
@@ -91,15 +99,15 @@ class ConstraintAlgorithmResult:
         True when ``constraint_matrix`` is (generically) invertible: all constraints second class.
     """
 
-    stages: list
+    stages: list[Any]
     stop_step: int
-    solution: dict
+    solution: dict[Any, Any]
     final_dimension: int
     multipliers_determined: bool
-    multiplier_values: list | None
+    multiplier_values: list[Any] | None
     constraint_matrix: sp.Matrix
     second_class: bool
-    constraints: list = field(default_factory=list)
+    constraints: list[Any] = field(default_factory=list)
 
     def summary(self) -> str:
         """One sentence: where it stopped and what is determined."""
@@ -115,7 +123,9 @@ class ConstraintAlgorithmResult:
 class _Reducer:
     """Keeps the eliminated variables and reduces expressions onto the current set."""
 
-    def __init__(self, variables: list, candidates: list, params: list, simp: Any) -> None:
+    def __init__(
+        self, variables: list[Any], candidates: list[Any], params: list[Any], simp: Any
+    ) -> None:
         self.variables = variables
         self.candidates = list(candidates)
         self.params = params
@@ -171,6 +181,16 @@ class _Reducer:
         self.solution = {k: self.simp(v.subs(sol)) for k, v in self.solution.items()}
         self.solution.update(sol)
         return [new[i] for i in rows]
+
+
+def _nonzero_at(expr: sp.Expr, point: dict[Any, Any]) -> bool:
+    """True when ``expr`` is certainly not identically zero: its value at ``point`` (30 digits)
+    is clearly nonzero.  False means "unknown" (the caller then decides symbolically)."""
+    try:
+        val = complex(sp.sympify(expr).xreplace(point).evalf(30))
+    except (TypeError, ValueError, ZeroDivisionError):
+        return False
+    return abs(val) > 1e-15
 
 
 def dirac_bergmann(
@@ -239,6 +259,7 @@ def dirac_bergmann(
     def br(f: Any, g: Any) -> sp.Expr:
         return poisson_bracket(f, g, xs, ps)
 
+    pt_check = generic_point(variables + pars, seed=11)
     stages: list[list[sp.Expr]] = [red.eliminate([simp(c) for c in prim], 1)]
     step = 1
     while True:
@@ -249,7 +270,7 @@ def dirac_bergmann(
         new = []
         for nu in A.T.nullspace(simplify=True):
             c = red.on((nu.T * b)[0, 0])
-            if is_zero(c):
+            if not _nonzero_at(c, pt_check) and is_zero(c):
                 continue
             if c.is_number:
                 raise ConstraintAlgorithmError(
@@ -322,23 +343,24 @@ class VakonomicHamiltonian:
         D is involutive (holonomic constraints): then NH and VAK motions coincide.
     """
 
-    q: list
-    p_hat: list
-    lam: list
-    p_lam: list
-    p: list
-    params: list
+    q: list[Any]
+    p_hat: list[Any]
+    lam: list[Any]
+    p_lam: list[Any]
+    p: list[Any]
+    params: list[Any]
     W: sp.Matrix
     metric: sp.Matrix
     potential: sp.Expr
     h1: sp.Expr
-    chi: list
+    chi: list[Any]
     D: sp.Matrix
-    lam_on_M2: list
+    lam_on_M2: list[Any]
     h2: sp.Expr
     algorithm: ConstraintAlgorithmResult
     integrable: bool
     simplify: Any = None
+    _pi_tilde: list[Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     # -- brackets ---------------------------------------------------------------------------
     def _simp(self, e: Any) -> sp.Expr:
@@ -369,7 +391,7 @@ class VakonomicHamiltonian:
         m = len(self.lam)
         return self.constraint_matrix()[m:, m:]
 
-    def dirac_bracket(self, f: Any, g: Any, at: dict | None = None) -> sp.Expr:
+    def dirac_bracket(self, f: Any, g: Any, at: dict[Any, Any] | None = None) -> sp.Expr:
         """Dirac bracket ``{f, g} - {f, phi_a} C^{ab} {phi_b, g}`` restricted to ``M_2``.
 
         Parameters
@@ -403,14 +425,17 @@ class VakonomicHamiltonian:
 
     def pi_tilde(self) -> list[sp.Expr]:
         """``p = pi~(q, phat) = phat - lambda^i(q, phat) W_i`` (lands in ``Mbar``)."""
+        if self._pi_tilde is not None:
+            return list(self._pi_tilde)
         n = len(self.q)
-        return [
+        self._pi_tilde = [
             self._simp(
                 self.p_hat[A]
                 - sum((self.lam_on_M2[i] * self.W[i, A] for i in range(len(self.lam))), 0)
             )
             for A in range(n)
         ]
+        return list(self._pi_tilde)
 
     def _compose(self, f: Any, p_values: Sequence[Any]) -> sp.Expr:
         f = sp.sympify(f)
@@ -448,6 +473,41 @@ class VakonomicHamiltonian:
         dF = sp.Matrix([[sp.diff(F, s) for s in self.lam]])
         dG = sp.Matrix([sp.diff(G, s) for s in self.lam])
         return self.on_M2(first + (dF * mid * dG)[0, 0])
+
+    # -- Legendre map and the Hamiltonian of T*Q ----------------------------------------------
+    def legendre_map(self, qdot: Sequence[Any], lam: Sequence[Any] | None = None) -> list[sp.Expr]:
+        """``FL``: ``phat_A = g_AB qdot^B + lambda^i W_iA`` (and ``p_lambda = 0``), Section V.
+
+        Parameters
+        ----------
+        qdot : list of sympy.Expr
+            Velocities (``n`` entries).
+        lam : list of sympy.Expr, optional
+            Multipliers (default: the symbols :attr:`lam`).
+
+        Returns
+        -------
+        list of sympy.Expr
+            ``phat`` (``n`` entries); ``h1`` composed with it is the energy ``E_L``.
+        """
+        n, m = len(self.q), len(self.lam)
+        lam = list(self.lam) if lam is None else [sp.sympify(x) for x in lam]
+        qd = sp.Matrix([sp.sympify(x) for x in qdot])
+        if qd.rows != n or len(lam) != m:
+            raise ValueError(
+                f"qdot must have n = {n} and lam m = {m} entries, got {qd.rows} and {len(lam)}"
+            )
+        out = self.metric * qd + self.W.T * sp.Matrix(lam)
+        return [sp.expand(e) for e in out]
+
+    def hamiltonian(self) -> sp.Expr:
+        """``H(q, p) = 1/2 p^T g^-1 p + U`` on ``T*Q`` (``H o FL_L = E_L``); in :attr:`p`.
+
+        ``{f, H}_vak`` (:meth:`vakonomic_bracket`) is the rate of ``f`` along the vakonomic
+        motions, since ``H o pi~ = h_2`` (Martinez et al. 2000, Section VII).
+        """
+        pv = sp.Matrix(self.p)
+        return (pv.T * self.metric.inv() * pv)[0, 0] / 2 + self.potential
 
     # -- vector field --------------------------------------------------------------------------
     def velocities(self) -> list[sp.Expr]:
@@ -623,4 +683,171 @@ def vakonomic_hamiltonian_field(system: Any, name: str = "vakonomic (q, phat)") 
         split=n,
         name=name,
         solves=solves,
+    )
+
+
+@dataclass
+class PresymplecticForm:
+    """The Poincare-Cartan 2-form of ``calL = L + lambda^i W_iA qdot^A`` on ``TP``.
+
+    Martinez et al. (2000), Section IV: ``omega_calL = dq^A ^ d(d calL / d qdot^A)`` (and
+    ``d calL / d lambdadot = 0``), of rank ``2n``, with
+    ``ker omega_calL = span{Z_i = d/dlambda^i - g^{BC} W_iC d/dqdot^B, d/dlambdadot^i}``.
+
+    Attributes
+    ----------
+    coordinates : list of sympy.Symbol
+        ``(q, lambda, qdot, lambdadot)`` of ``TP``.
+    matrix : sympy.Matrix
+        ``Omega[a, b] = omega(d/dz^a, d/dz^b)`` (antisymmetric); ``i_X omega = dE`` reads
+        ``X^T Omega = grad E``.
+    lagrangian : sympy.Expr
+        ``calL``.
+    energy : sympy.Expr
+        ``E_calL = 1/2 qdot^T g qdot + U``.
+    constraints : list of sympy.Expr
+        ``Phi_i = W_iA qdot^A``.
+    kernel : list of sympy.Matrix
+        Column vectors ``Z_1..Z_m, d/dlambdadot^1..m`` (components in :attr:`coordinates`).
+    """
+
+    coordinates: list[Any]
+    matrix: sp.Matrix
+    lagrangian: sp.Expr
+    energy: sp.Expr
+    constraints: list[Any]
+    kernel: list[Any]
+
+
+def presymplectic_form(system: Any) -> PresymplecticForm:
+    """``omega_calL``, ``E_calL`` and the kernel of the vakonomic extended Lagrangian.
+
+    Parameters
+    ----------
+    system : NonholonomicSystem
+        Natural Lagrangian, linear constraints (1-forms of :func:`constraint_one_forms`).
+
+    Returns
+    -------
+    PresymplecticForm
+        Symbols: velocities ``<q>_dot`` (as in :func:`vakonomic_equations`), multipliers
+        ``lambda_i`` and ``lambda_i_dot``.
+    """
+    system = check_system(system)
+    q = list(system.q)
+    n = len(q)
+    W = constraint_one_forms(system)
+    m = W.rows
+    g = system.metric
+    qd = velocity_symbols(system)
+    taken = taken_names(system) | {str(s) for s in qd}
+    lam = fresh_symbols([f"lambda_{i + 1}" for i in range(m)], taken)
+    lamd = fresh_symbols([f"lambda_{i + 1}_dot" for i in range(m)], taken)
+    qv = sp.Matrix(qd)
+    phi = [sp.expand(e) for e in W * qv]
+    L = (
+        (qv.T * g * qv)[0, 0] / 2
+        - system.potential
+        + sum((lam[i] * phi[i] for i in range(m)), sp.Integer(0))
+    )
+    coords = [*q, *lam, *qd, *lamd]
+    N = len(coords)
+    omega = sp.zeros(N, N)
+    for A in range(n):
+        pA = sp.diff(L, qd[A])
+        for b, z in enumerate(coords):
+            d = sp.diff(pA, z)
+            if d != 0:
+                omega[A, b] += d
+                omega[b, A] -= d
+    energy = (qv.T * g * qv)[0, 0] / 2 + system.potential
+    gW = g.inv() * W.T  # column i: g^{BC} W_iC
+    kernel = []
+    for i in range(m):
+        Z = sp.zeros(N, 1)
+        Z[n + i] = 1
+        for B in range(n):
+            Z[n + m + B] = -gW[B, i]
+        kernel.append(Z)
+    for i in range(m):
+        Z = sp.zeros(N, 1)
+        Z[2 * n + m + i] = 1
+        kernel.append(Z)
+    return PresymplecticForm(
+        coordinates=coords,
+        matrix=omega.applyfunc(sp.expand),
+        lagrangian=L,
+        energy=energy,
+        constraints=phi,
+        kernel=kernel,
+    )
+
+
+@dataclass
+class SODEMultiplierRates:
+    """The second-order (SODE) vakonomic field on ``S = {lambdadot = B}`` (Martinez et al., VI).
+
+    Attributes
+    ----------
+    equations : EquationsOfMotion
+        :func:`vakonomic_equations` (symbolic): states ``(q, qdot, lambda)``, rates
+        ``(qdot, C, B)`` ((15), (14)).
+    lambda_dot : list of sympy.Symbol
+        ``lambdadot^i`` (free coordinates of ``TP``).
+    B, C : list of sympy.Expr
+        ``lambda``-rates (14) and accelerations (15) on ``P_2``.
+    D : list of sympy.Expr
+        ``Gamma(B^i) = qdot^A dB^i/dq^A + lambdadot^j dB^i/dlambda^j + C^A dB^i/dqdot^A``,
+        with ``lambdadot`` free (the form of seed 003, Example VIII.6).
+    D_on_S : list of sympy.Expr
+        ``D`` on ``S`` (``lambdadot = B``): the ``d/dlambdadot`` components of the SODE field
+        ``Gamma~`` (Example VII.4).
+    """
+
+    equations: Any
+    lambda_dot: list[Any]
+    B: list[Any]
+    C: list[Any]
+    D: list[Any]
+    D_on_S: list[Any]
+
+
+def sode_multiplier_rates(system: Any, simplify: Simplifier = _light) -> SODEMultiplierRates:
+    """``D^i = Gamma(B^i)``: the multiplier accelerations of the SODE vakonomic field.
+
+    Parameters
+    ----------
+    system : NonholonomicSystem
+    simplify : bool or callable
+        Normal form for ``B``, ``C`` and ``D`` (default ``cancel``).
+
+    Returns
+    -------
+    SODEMultiplierRates
+    """
+    system = check_system(system)
+    eq = vakonomic_equations(system, solve="symbolic", simplify=simplify)
+    n = system.dim
+    m = len(eq.states) - 2 * n
+    q, qd, lam = eq.states[:n], eq.states[n : 2 * n], eq.states[2 * n :]
+    C, B = list(eq.rhs[n : 2 * n]), list(eq.rhs[2 * n :])
+    taken = taken_names(system) | {str(s) for s in eq.states}
+    lamd = fresh_symbols([f"lambda_{i + 1}_dot" for i in range(m)], taken)
+    simp = simplifier(simplify)
+
+    def gamma(f: sp.Expr) -> sp.Expr:
+        out = sum((qd[A] * sp.diff(f, q[A]) for A in range(n)), sp.Integer(0))
+        out += sum((lamd[j] * sp.diff(f, lam[j]) for j in range(m)), sp.Integer(0))
+        out += sum((C[A] * sp.diff(f, qd[A]) for A in range(n)), sp.Integer(0))
+        return out
+
+    D = [simp(gamma(b)) for b in B]
+    on_S = dict(zip(lamd, B, strict=True))
+    return SODEMultiplierRates(
+        equations=eq,
+        lambda_dot=lamd,
+        B=B,
+        C=C,
+        D=D,
+        D_on_S=[simp(d.subs(on_S)) for d in D],
     )

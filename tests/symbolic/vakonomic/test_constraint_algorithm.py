@@ -51,6 +51,31 @@ def t3():  # noqa: ANN201
     return S, vakonomic_hamiltonian(S)
 
 
+def _at_points(expr, q, others, n: int = 3) -> list:  # noqa: ANN001
+    """``expr`` at ``n`` generic exact rational points: every angle in ``q`` on the rational
+    unit circle (cos = (1-t^2)/(1+t^2), sin = 2t/(1+t^2)), ``others`` rational.  A rational
+    function of (cos, sin, others) that vanishes identically gives 0 at each; a nonzero value
+    proves it is not identically 0."""
+    e = sp.expand_trig(sp.sympify(expr))
+    out = []
+    for k in range(n):
+        sub = {}
+        for j, a in enumerate(q):
+            t = sp.Rational(k + j + 2, 2 * k + 2 * j + 7)
+            sub[sp.cos(a)] = (1 - t**2) / (1 + t**2)
+            sub[sp.sin(a)] = 2 * t / (1 + t**2)
+        num = {v: sp.Rational(3 * k + 5 * j + 4, 11 + 2 * j) for j, v in enumerate(others)}
+        out.append(sp.cancel(e.xreplace(sub).xreplace(num)))
+    return out
+
+
+def _zero(expr, S, vh) -> bool:  # noqa: ANN001
+    """Exact zero test of a function on the disk's M_2 at generic rational points."""
+    th = S.q[2]
+    others = [*S.q[:2], S.q[3], *vh.p_hat, *S.params]
+    return all(v == 0 for v in _at_points(expr, [th], others))
+
+
 # ------------------------------------------------------------------ the algorithm ----
 @pytest.mark.parametrize("which", ["disk", "particle_x", "t3"])
 def test_algorithm_stops_at_step_two_with_determined_multipliers(which: str) -> None:
@@ -188,26 +213,129 @@ def test_t3_bracket_true_value_dirac_and_printed_18_differ() -> None:
     assert printed != true
 
 
-def test_disk_bracket_table_V14_and_dirac() -> None:
-    S, vh = disk()
+def _disk_V14(S, vh):  # noqa: ANN001, ANN202
+    """The 13 nonzero entries of digest V14 (seed 003, Example VII.4; phat on the right)."""
     x, y, th, ph = S.q
     I1, I2, R = S.params
     ppx, ppy, ppth, ppph = vh.p
     px, py, pth, pph = vh.p_hat
+    s, c, k = sp.sin(th), sp.cos(th), I2 + R**2
+    return {
+        (x, ppx): R**2 * c**2 / k,
+        (x, ppy): R**2 * sp.sin(2 * th) / (2 * k),
+        (y, ppx): R**2 * sp.sin(2 * th) / (2 * k),
+        (y, ppy): R**2 * s**2 / k,
+        (x, ppph): I2 * R * c / k,
+        (y, ppph): I2 * R * s / k,
+        (th, ppth): sp.Integer(1),
+        (ph, ppx): R * c / k,
+        (ph, ppy): R * s / k,
+        (ph, ppph): I2 / k,
+        (ppx, ppth): R * (-R * px * sp.sin(2 * th) + R * py * sp.cos(2 * th) - pph * s) / k,
+        (ppy, ppth): R * (R * px * sp.cos(2 * th) + R * py * sp.sin(2 * th) + pph * c) / k,
+        (ppth, ppph): -I2 * R * (-px * s + py * c) / k,
+    }
+
+
+def test_disk_bracket_table_V14_and_dirac() -> None:
+    """All 13 nonzero entries of V14 and the 15 zeros among the 28 pairs of
+    (x, y, theta, phi, p_x, p_y, p_theta, p_phi); antisymmetry on every nonzero entry."""
+    S, vh = disk()
     vb = vh.vakonomic_bracket
-    assert is_zero(vb(x, ppx) - R**2 * sp.cos(th) ** 2 / (I2 + R**2))
-    assert is_zero(vb(x, ppph) - I2 * R * sp.cos(th) / (I2 + R**2))
-    assert is_zero(vb(th, ppth) - 1)
-    assert is_zero(vb(ph, ppph) - I2 / (I2 + R**2))
-    assert is_zero(
-        vb(ppx, ppth)
-        - R * (-R * px * sp.sin(2 * th) + R * py * sp.cos(2 * th) - pph * sp.sin(th)) / (I2 + R**2)
-    )
-    assert is_zero(vb(ppth, ppph) + I2 * R * (-px * sp.sin(th) + py * sp.cos(th)) / (I2 + R**2))
-    assert is_zero(vb(x, y)) and is_zero(vb(ppth, ppth))
-    # Prop. VII.1 on one entry with N = 0: Dirac bracket of lambda-free extensions
+    table = _disk_V14(S, vh)
+    assert len(table) == 13
+    obs = [*S.q, *vh.p]
+    zeros = 0
+    for i, f in enumerate(obs):
+        for g in obs[i + 1 :]:
+            val = table.get((f, g), sp.Integer(0))
+            assert _zero(vb(f, g) - val, S, vh), (f, g)
+            zeros += val == 0
+    assert zeros == 28 - 13
+    for (f, g), val in table.items():  # {g, f} = -{f, g}
+        assert _zero(vb(g, f) + val, S, vh), (g, f)
+    # Prop. VII.1 on one entry with N = 0: Dirac bracket of lambda-dependent extensions
     ext = [vh.p_hat[A] - sum(vh.lam[i] * vh.W[i, A] for i in range(2)) for A in range(4)]
-    assert is_zero(vh.dirac_bracket(ext[0], ext[2]) - vb(ppx, ppth))
+    assert _zero(vh.dirac_bracket(ext[0], ext[2]) - vb(vh.p[0], vh.p[2]), S, vh)
+
+
+def _v13_operators(S, vh):  # noqa: ANN001, ANN202
+    """Seed 003, Example VII.4: {f, H|Mbar}_vak as a derivation of F = f o pi~ (coefficients of
+    dF/dx, dF/dy, dF/dtheta, dF/dphi, dF/dphat_theta): the digest's corrected V13 and the
+    paper's printed formula (three errors, erratum F3)."""
+    x, y, th, ph = S.q
+    I1, I2, R = S.params
+    px, py, pth, pph = vh.p_hat
+    a = -I2 / (I2 + R**2)
+    s, c, s2, c2 = sp.sin(th), sp.cos(th), sp.sin(2 * th), sp.cos(2 * th)
+    correct = [
+        (1 + a) * c**2 * px + (1 + a) * s * c * py - R * a / I2 * c * pph,
+        (1 + a) * s * c * px + (1 + a) * s**2 * py - R * a / I2 * s * pph,
+        pth / I1,
+        -a / I2 * pph - R * a / I2 * (c * px + s * py),
+        -(
+            -(1 + a) * s2 * px**2
+            + (1 + a) * s2 * py**2
+            + 2 * (1 + a) * c2 * px * py
+            + 2 * R * a / I2 * s * px * pph
+            - 2 * R * a / I2 * c * py * pph
+        )
+        / 2,
+    ]
+    printed = [
+        (1 + a) * c**2 * px + (1 + a) * s * c * py - 2 * R * a / I2 * c * pph,
+        (1 + a) * s**2 * py + (1 + a) * s * c * px - 2 * R * a / I2 * s * pph,
+        pth / I1,
+        -(a / I2 * pph + R * a / I2 * c * px - R * a / I2 * s * py),
+        -(
+            -(1 + a) * s2 * px**2
+            + (1 + a) * 2 * c2 * px * py
+            + 2 * R * a / I2 * s * px * pph
+            - 2 * R * a / I2 * c * py * pph
+        )
+        / 2,
+    ]
+    wrt = [x, y, th, ph, pth]
+
+    def apply(coeffs):  # noqa: ANN001, ANN202
+        return lambda F: sum((k * sp.diff(F, v) for k, v in zip(coeffs, wrt, strict=True)), 0)
+
+    return apply(correct), apply(printed), correct
+
+
+def test_disk_evolution_V13_and_printed_erratum_F3() -> None:
+    """ḟ = {f, H|Mbar}_vak = {f o pi~, h_2}: for f = q^A it is dh_2/dphat_A, for f = p_theta it
+    is -dh_2/dtheta (the digest's V13); the paper's printed coefficients fail exactly where the
+    erratum F3 says: 2Ra/I2 in the x and y coefficients, the sign of the sin(theta) phat_y term in
+    the phi coefficient, and the missing (1+a) sin(2 theta) phat_y^2 in the phat_theta one."""
+    S, vh = disk()
+    x, y, th, ph = S.q
+    H = vh.hamiltonian()
+    # H o pi~ = h_2 (so {f, H}_vak is the rate along X_h2)
+    pt = vh.pi_tilde()
+    assert _zero(H.subs(dict(zip(vh.p, pt, strict=True)), simultaneous=True) - vh.h2, S, vh)
+    correct, printed, coeffs = _v13_operators(S, vh)
+    rates = {f: vh.vakonomic_bracket(f, H) for f in [x, y, th, ph, vh.p[2]]}
+    for k, f in enumerate([x, y, th, ph]):
+        assert _zero(rates[f] - sp.diff(vh.h2, vh.p_hat[k]), S, vh), f  # = dh_2/dphat_A
+        assert _zero(rates[f] - coeffs[k], S, vh), f
+    assert _zero(rates[vh.p[2]] + sp.diff(vh.h2, th), S, vh)  # f = p_theta: -dh_2/dtheta
+    assert _zero(rates[vh.p[2]] - coeffs[4], S, vh)
+    # the corrected operator reproduces the bracket also where F depends on theta and phat
+    for f in [vh.p[0], vh.p[3], vh.p[0] * sp.sin(th) - vh.p[1] * sp.cos(th)]:
+        F = f.subs(dict(zip(vh.p, pt, strict=True)), simultaneous=True)
+        assert _zero(vh.vakonomic_bracket(f, H) - correct(F), S, vh), f
+    # the printed formula: right for theta, wrong for x, y (2Ra/I2), phi (sign), p_theta (term)
+    I1, I2, R = S.params
+    px, py, pth, pph = vh.p_hat
+    a = -I2 / (I2 + R**2)
+    assert _zero(printed(th) - rates[th], S, vh)
+    assert _zero(printed(x) - rates[x] + R * a / I2 * sp.cos(th) * pph, S, vh)
+    assert _zero(printed(y) - rates[y] + R * a / I2 * sp.sin(th) * pph, S, vh)
+    assert _zero(printed(ph) - rates[ph] - 2 * R * a / I2 * sp.sin(th) * py, S, vh)
+    assert _zero(printed(pth) - rates[vh.p[2]] - (1 + a) * sp.sin(2 * th) * py**2 / 2, S, vh)
+    for f in [x, y, ph, pth]:
+        assert not _zero(printed(f) - rates[f if f != pth else vh.p[2]], S, vh), f
 
 
 def test_particle_charts_agree_P9_P10_P11_P13() -> None:
@@ -222,17 +350,24 @@ def test_particle_charts_agree_P9_P10_P11_P13() -> None:
     for a, b in zip(vx.pi_tilde(), vz.pi_tilde(), strict=True):  # P11
         assert is_zero(a - b)
     P = vx.p
-    table = {  # P13
+    table = {  # P13: the 7 nonzero entries; every other pair of (x, y, z, p_x, p_y, p_z) is 0
         (x, P[0]): 1 / (1 + y**2),
         (x, P[2]): y / (1 + y**2),
+        (z, P[0]): y / (1 + y**2),
+        (y, P[1]): sp.Integer(1),
         (z, P[2]): y**2 / (1 + y**2),
         (P[0], P[1]): -(2 * px * y + pz * (y**2 - 1)) / (1 + y**2) ** 2,
         (P[1], P[2]): (px * (y**2 - 1) - 2 * pz * y) / (1 + y**2) ** 2,
-        (x, y): 0,
     }
-    for (f, g), val in table.items():
-        assert is_zero(vx.vakonomic_bracket(f, g) - val), (f, g)
-        assert is_zero(vz.vakonomic_bracket(f, g) - val), (f, g)
+    obs = [x, y, z, *P]
+    zeros = 0
+    for i, f in enumerate(obs):
+        for g in obs[i + 1 :]:
+            val = table.get((f, g), sp.Integer(0))
+            zeros += val == 0
+            assert is_zero(vx.vakonomic_bracket(f, g) - val), (f, g)
+            assert is_zero(vz.vakonomic_bracket(f, g) - val), (f, g)
+    assert zeros == 15 - 7
 
 
 def test_seed002_disk_through_the_algorithm() -> None:
