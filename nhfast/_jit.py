@@ -1,10 +1,20 @@
 """Compile generated C into a small shared library, cache it by content hash, load it.
 
-The cache entry of a key is a directory ``<cache>/k<hash>/`` holding ``kernel.c``,
-``kernel.<ext>`` and ``meta.json`` (with the SHA-256 of the library). An entry is built in a
-private temporary directory and published with one ``os.rename``; a published entry is never
-overwritten. When two processes build the same key at once, the loser's rename fails and it
-loads the winner's entry. A library whose checksum does not match is moved aside and rebuilt.
+The cache has two levels, both in :func:`cache_dir`:
+
+* libraries: ``<cache>/k<hash>/`` (``kernel.c``, ``kernel.<ext>``, ``meta.json`` with the
+  SHA-256 of the library), keyed by the C source, headers, compiler and flags (:func:`build`);
+* generated sources: ``<cache>/s<hash>/`` (``kernel.c``, ``meta.json`` with its SHA-256),
+  keyed by the caller on the symbolic input before code generation
+  (:func:`cached_source`, :func:`store_source`), so a warm process skips CSE and printing.
+
+An entry is built in a private temporary directory ``.tmp-<key>-<host>-<pid>-<tag>`` and
+published with one ``os.rename``; a published entry is never overwritten. When two processes
+build the same key at once, the loser's rename fails and it uses the winner's entry. An entry
+whose checksum does not match is moved aside, removed and rebuilt. Build directories of
+processes that are gone (on this host) are removed by the next build and by
+:func:`clear_cache`. When the cache cannot be written (a file, read-only, disk full), the
+process warns once and caches in a private temporary directory instead.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ import platform
 import re
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -31,6 +42,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from nhfast import _progress
 from nhfast._abi import ABI_VERSION, INCLUDE_DIR, INFO, INFO_LEN
 from nhfast.errors import BackendWarning, CacheWarning, CompilationError
 
@@ -202,23 +214,38 @@ def _valid(entry: Path) -> bool:
 
 
 def _quarantine(entry: Path) -> None:
-    """Move a corrupted entry aside (never overwrite it in place)."""
+    """Move a corrupted entry aside (never rewrite it in place), then remove it.
+
+    The rename is atomic, so no other process sees a half-removed entry; a library another
+    process has loaded stays mapped after the removal (where the removal fails, as for a
+    loaded library on Windows, :func:`clear_cache` removes the quarantined entry later).
+    """
+    aside = entry.with_name(f"{entry.name}.corrupt-{uuid.uuid4().hex[:8]}")
     try:
-        os.rename(entry, entry.with_name(f"{entry.name}.corrupt-{uuid.uuid4().hex[:8]}"))
+        os.rename(entry, aside)
     except OSError:
-        pass  # another process moved it first
+        return  # another process moved it first, or the cache is read-only
+    _remove(aside)  # a directory, or a file where an entry should be
 
 
-def _compile_into(tmp: Path, source: str, command: list[str]) -> None:
+#: strerror texts of a full disk or quota, as the compiler reports them.
+_NO_SPACE = tuple(os.strerror(e) for e in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)))
+
+
+def _compile_into(tmp: Path, source: str, command: list[str], label: str) -> None:
     src = tmp / "kernel.c"
     lib = tmp / f"kernel{_LIB_EXT}"
     src.write_text(source)
     cmd = [*command, str(src), "-o", str(lib), "-lm"]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+        with _progress.stage(label):
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
     except OSError as exc:
         raise CompilationError(cmd, str(exc)) from exc
     if proc.returncode != 0 or not lib.exists():
+        full = next((m for m in _NO_SPACE if m in proc.stderr), None)
+        if full is not None:  # the cache's disk, not the source: let build() fall back
+            raise OSError(errno.ENOSPC, full, str(lib))
         raise CompilationError(cmd, proc.stderr, proc.returncode)
     meta = {
         "abi": ABI_VERSION,
@@ -247,37 +274,145 @@ def _probe(root: Path) -> None:
         raise PermissionError(errno.EACCES, "not writable", str(root))
 
 
+def _private_root() -> Path:
+    """This process's private temporary cache (made on first use, removed at exit)."""
+    global _fallback_root
+    if _fallback_root is None or not _fallback_root.is_dir():
+        _fallback_root = Path(tempfile.mkdtemp(prefix="nhfast-kernels-"))
+        atexit.register(shutil.rmtree, _fallback_root, ignore_errors=True)
+    return _fallback_root
+
+
+def _warn_unusable(root: Path, exc: OSError) -> Path:
+    """Warn (once per directory) that ``root`` cannot be used; return the private cache."""
+    private = _private_root()
+    if root not in _warned_roots:
+        _warned_roots.add(root)
+        reason = f"{type(exc).__name__}: {exc.strerror or exc}"
+        warnings.warn(
+            f"the kernel cache {root} (NHFAST_CACHE_DIR, else the user cache directory) is not "
+            f"usable ({reason}); this process caches kernels in {private} instead. "
+            "Set NHFAST_CACHE_DIR to a writable directory.",
+            CacheWarning,
+            stacklevel=5,
+        )
+    return private
+
+
 def build_root() -> Path:
     """Where this process builds kernels: :func:`cache_dir`, or a private temporary cache.
 
     When the configured directory cannot be created or written (``NHFAST_CACHE_DIR`` names a
     file, a read-only directory, ...), nhfast warns once per directory and builds in one
-    temporary directory per process (``tempfile.mkdtemp``), so the run still works.
+    temporary directory per process (``tempfile.mkdtemp``), so the run still works. The same
+    happens when a write fails later (a full disk).
     """
-    global _fallback_root
     root = cache_dir()
+    if root in _warned_roots and _fallback_root is not None:
+        return _private_root()
     try:
         _probe(root)
         return root
     except OSError as exc:
-        reason = f"{type(exc).__name__}: {exc.strerror or exc}"
-    if _fallback_root is None or not _fallback_root.is_dir():
-        _fallback_root = Path(tempfile.mkdtemp(prefix="nhfast-kernels-"))
-        atexit.register(shutil.rmtree, _fallback_root, ignore_errors=True)
-    if root not in _warned_roots:
-        _warned_roots.add(root)
-        warnings.warn(
-            f"the kernel cache {root} (NHFAST_CACHE_DIR, else the user cache directory) is not "
-            f"usable ({reason}); this process caches kernels in {_fallback_root} instead. "
-            "Set NHFAST_CACHE_DIR to a writable directory.",
-            CacheWarning,
-            stacklevel=4,
-        )
-    return _fallback_root
+        return _warn_unusable(root, exc)
 
 
-def build(source: str) -> tuple[LoadedLibrary, bool]:
+# ---------------------------------------------------------------------------------------------
+# Build directories: named after their key, host and process, so abandoned ones can be told
+# ---------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _host() -> str:
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+_BUILD_NAME = re.compile(r"\.tmp-[a-z]?[0-9a-f]+-([0-9a-f]{8})-(\d+)-[0-9a-f]{8}")
+
+
+def _build_dir(root: Path, key: str) -> Path:
+    """A new private build directory for ``key`` in ``root``."""
+    tmp = root / f".tmp-{key[:13]}-{_host()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    return tmp
+
+
+def _owner_gone(path: Path) -> bool:
+    """True if ``path`` is the build directory of a process of this host that has ended."""
+    m = _BUILD_NAME.fullmatch(path.name)
+    if m is None or m.group(1) != _host() or sys.platform == "win32":
+        return False  # (on Windows os.kill(pid, 0) would end the process: age rule only)
+    pid = int(m.group(2))
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OSError):
+        return False  # alive (another user's), or cannot tell
+    return False
+
+
+def _sweep(root: Path) -> None:
+    """Remove the build directories of ended processes of this host (killed builds)."""
+    for b in _scan(root)[1]:
+        if _owner_gone(b):
+            shutil.rmtree(b, ignore_errors=True)
+
+
+def _publish(root: Path, name: str, fill) -> Path:
+    """Make ``root/name`` with ``fill(tmp)`` in a build directory and one atomic rename.
+
+    Returns the entry (the one another process published first, if it won the race).
+    """
+    entry = root / name
+    tmp = _build_dir(root, name)
+    try:
+        fill(tmp)
+        try:
+            os.rename(tmp, entry)  # atomic publish; fails if the entry exists
+        except OSError:
+            if not entry.exists():
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return entry
+
+
+# ---------------------------------------------------------------------------------------------
+# Level 2: libraries, keyed by the C source
+# ---------------------------------------------------------------------------------------------
+
+
+def _build_entry(root: Path, key: str, source: str, command: list[str], label: str):
+    """(entry, hit) of the library of ``key`` in ``root``, compiling it if needed."""
+    name = f"k{key[:40]}"
+    entry = root / name
+    for _ in range(3):
+        if entry.exists():
+            if _valid(entry):
+                return entry, True
+            _quarantine(entry)
+            continue
+        _sweep(root)
+        entry = _publish(root, name, lambda tmp: _compile_into(tmp, source, command, label))
+        if _valid(entry):
+            return entry, False
+    raise CompilationError(command, f"cache entry {entry} stays corrupted")
+
+
+def build(source: str, label: str | None = None) -> tuple[LoadedLibrary, bool]:
     """Compile (or find in the cache) and load the library for ``source``.
+
+    Parameters
+    ----------
+    source : str
+        The C source.
+    label : str, optional
+        What is compiled, for the progress line of a compilation slower than
+        ``nhfast._progress.THRESHOLD`` seconds.
 
     Returns
     -------
@@ -285,41 +420,39 @@ def build(source: str) -> tuple[LoadedLibrary, bool]:
         The library and whether it came from the cache (memory or disk).
     """
     key, command = cache_key(source)
+    label = label or f"compiling kernels ({len(source) // 1000} kB of C)"
     with _lock:
         if key in _loaded:
             return _loaded[key], True
         configured = cache_dir()
         root = build_root()
-        entry = root / f"k{key[:40]}"
-        if root != configured and _valid(configured / entry.name):
-            entry = configured / entry.name  # a read-only cache still serves its entries
-        hit = False
-        for _ in range(3):
-            if entry.exists():
-                if _valid(entry):
-                    hit = True
-                    break
-                _quarantine(entry)
-                continue
-            tmp = root / f".tmp-{key[:12]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-            tmp.mkdir()
-            try:
-                _compile_into(tmp, source, command)
-                try:
-                    os.rename(tmp, entry)  # atomic publish; fails if the entry exists
-                except OSError:
-                    if not entry.exists():
-                        raise
-            finally:
-                if tmp.exists():
-                    shutil.rmtree(tmp, ignore_errors=True)
-            if _valid(entry):
-                break
+        if root != configured and _valid(configured / f"k{key[:40]}"):
+            entry, hit = configured / f"k{key[:40]}", True  # a read-only cache still serves
         else:
-            raise CompilationError(command, f"cache entry {entry} stays corrupted")
-        loaded = _load(key, entry)
+            entry, hit = _build_or_fall_back(root, key, source, command, label)
+        try:
+            loaded = _load(key, entry)
+        except OSError:  # matches its checksum, yet no loadable library: build it again
+            _quarantine(entry)
+            entry, hit = _build_or_fall_back(build_root(), key, source, command, label)
+            loaded = _load(key, entry)
         _loaded[key] = loaded
         return loaded, hit
+
+
+def _build_or_fall_back(root: Path, key: str, source: str, command: list[str], label: str):
+    try:
+        return _build_entry(root, key, source, command, label)
+    except OSError as exc:  # a full disk, a directory gone read-only meanwhile
+        if root == _fallback_root:
+            raise CompilationError(command, f"cannot write the kernel cache {root}: {exc}") from exc
+        private = _warn_unusable(root, exc)
+        try:
+            return _build_entry(private, key, source, command, label)
+        except OSError as exc2:
+            raise CompilationError(
+                command, f"cannot write the kernel cache {root} ({exc}) nor {private} ({exc2})"
+            ) from exc2
 
 
 def clear_memory_cache() -> None:
@@ -329,14 +462,114 @@ def clear_memory_cache() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Level 1: generated sources, keyed by the caller on the symbolic input
+# ---------------------------------------------------------------------------------------------
+
+#: Version of the layout of a source entry.
+SOURCE_FORMAT = 1
+
+
+def _source_name(key: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]{40,}", key):
+        raise ValueError(f"a source key is a hex digest of at least 40 digits, got {key!r}")
+    return f"s{key[:40]}"
+
+
+def _read_source(entry: Path, key: str) -> str | None:
+    """The source of a valid entry for ``key``; None if it is absent or corrupted."""
+    try:
+        meta = json.loads((entry / "meta.json").read_text())
+        data = (entry / "kernel.c").read_bytes()
+        if (
+            meta.get("format") != SOURCE_FORMAT
+            or meta.get("key") != key
+            or hashlib.sha256(data).hexdigest() != meta.get("sha256")
+        ):
+            return None
+        return data.decode("utf-8")
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def cached_source(key: str) -> str | None:
+    """The generated source stored under ``key`` (:func:`store_source`), or None.
+
+    Looks in :func:`cache_dir` and in this process's private cache. An entry whose checksum
+    or key does not match is moved aside and removed (the caller generates the source again).
+
+    Parameters
+    ----------
+    key : str
+        Hex digest of the symbolic input (at least 40 digits).
+    """
+    name = _source_name(key)
+    with _lock:
+        roots = [cache_dir(), *([_fallback_root] if _fallback_root is not None else [])]
+        for root in roots:
+            entry = root / name
+            if not os.path.lexists(entry):
+                continue
+            text = _read_source(entry, key)
+            if text is not None:
+                return text
+            _quarantine(entry)
+    return None
+
+
+def store_source(key: str, source: str, meta: dict | None = None) -> Path | None:
+    """Publish ``source`` under ``key`` (first cache level); the entry, or None if impossible.
+
+    Best effort: the source can always be generated again, so a cache that cannot be
+    written (after the warning of :func:`build_root`) only costs time.
+
+    Parameters
+    ----------
+    key : str
+        Hex digest of the symbolic input the source was generated from.
+    source : str
+        The generated C source.
+    meta : dict, optional
+        JSON-serialisable facts stored next to it (system name, sizes).
+    """
+    name = _source_name(key)
+    data = source.encode("utf-8")
+    info = {
+        **(meta or {}),
+        "format": SOURCE_FORMAT,
+        "key": key,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "abi": ABI_VERSION,
+    }
+
+    def fill(tmp: Path) -> None:
+        (tmp / "kernel.c").write_bytes(data)
+        (tmp / "meta.json").write_text(json.dumps(info, indent=1))
+
+    with _lock:
+        root = build_root()
+        if _read_source(root / name, key) is not None:
+            return root / name
+        try:
+            return _publish(root, name, fill)
+        except OSError as exc:
+            if root == _fallback_root:
+                return None
+            try:
+                return _publish(_warn_unusable(root, exc), name, fill)
+            except OSError:
+                return None
+
+
+# ---------------------------------------------------------------------------------------------
 # Housekeeping: what the cache holds, and clearing it
 # ---------------------------------------------------------------------------------------------
 
 #: Age in seconds after which a ``.tmp-*`` build directory counts as abandoned: the compiler
 #: call itself times out after one hour, so no live build leaves its directory that long.
 STALE_BUILD_AGE = 3600.0
-#: Names of cache entries: published ``k<hash>`` and quarantined ``k<hash>.corrupt-<tag>``.
-_ENTRY_NAME = re.compile(r"k[0-9a-f]+(\.corrupt-[0-9a-f]+)?")
+#: Names of cache entries: published libraries ``k<hash>``, sources ``s<hash>``, and
+#: quarantined ones ``k<hash>.corrupt-<tag>``.
+_ENTRY_NAME = re.compile(r"[ks][0-9a-f]+(\.corrupt-[0-9a-f]+)?")
 
 
 @dataclass(frozen=True)
@@ -348,15 +581,18 @@ class CacheInfo:
     path : Path
         The cache directory (:func:`cache_dir`).
     entries : int
-        Cache entries, published and quarantined.
+        Cache entries, published and quarantined: libraries and generated sources.
     size : int
         Bytes in the entries.
     builds : int
         ``.tmp-*`` build directories: builds under way, or left by killed ones.
     stale_builds : int
-        Those older than ``STALE_BUILD_AGE``, which :func:`clear_cache` removes.
+        Those older than ``STALE_BUILD_AGE`` or whose process (on this host) has ended,
+        which :func:`clear_cache` removes.
     is_directory : bool
         False when ``path`` exists but is not a directory (nothing can be cached there).
+    sources : int
+        Of ``entries``, the generated sources (first level, ``s<hash>``).
     """
 
     path: Path
@@ -365,6 +601,7 @@ class CacheInfo:
     builds: int
     stale_builds: int
     is_directory: bool
+    sources: int = 0
 
 
 @dataclass(frozen=True)
@@ -376,7 +613,7 @@ class ClearedCache:
     path : Path
         The cache directory.
     removed : int
-        Entries that are gone.
+        Entries that are gone (libraries and generated sources).
     stale_builds_removed : int
         Abandoned build directories that are gone.
     failed : tuple of (Path, str)
@@ -396,7 +633,13 @@ def _scan(root: Path) -> tuple[list[Path], list[Path]]:
     except OSError:
         return [], []
     entries = [p for p in children if _ENTRY_NAME.fullmatch(p.name)]
-    builds = [p for p in children if p.name.startswith(".tmp-") and p.is_dir()]
+    builds = []
+    for p in children:
+        try:
+            if p.name.startswith(".tmp-") and p.is_dir():
+                builds.append(p)
+        except OSError:
+            pass
     return entries, builds
 
 
@@ -411,6 +654,8 @@ def _size(path: Path) -> int:
 
 
 def _is_stale(path: Path, now: float) -> bool:
+    if _owner_gone(path):
+        return True
     try:
         return now - path.stat().st_mtime > STALE_BUILD_AGE
     except OSError:
@@ -447,15 +692,17 @@ def cache_info() -> CacheInfo:
         builds=len(builds),
         stale_builds=sum(_is_stale(b, now) for b in builds),
         is_directory=root.is_dir() or not root.exists(),
+        sources=sum(e.name.startswith("s") for e in entries),
     )
 
 
 def clear_cache() -> ClearedCache:
-    """Remove every cache entry and the build directories older than ``STALE_BUILD_AGE``.
+    """Remove every cache entry and the abandoned build directories.
 
-    Younger build directories may belong to a build under way in another process and are
-    left alone. Libraries loaded by running processes stay usable (they remain mapped);
-    later runs compile again.
+    A build directory is abandoned when it is older than ``STALE_BUILD_AGE`` or its process
+    (on this host) has ended; others may belong to a build under way in another process and
+    are left alone. Libraries loaded by running processes stay usable (they remain mapped);
+    later runs generate and compile again.
 
     Returns
     -------

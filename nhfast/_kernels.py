@@ -5,31 +5,52 @@
 :class:`CompiledSystem`: C compiled through the content-hash cache of :mod:`nhfast._jit`, or the
 NumPy backend when there is no compiler (``_jit.backend()`` warns once). It knows nothing of
 the field classes above it: they hand over the generated code, a name and an input check.
+
+Two cache levels make a warm process cheap: the generated C is cached under
+:func:`source_key`, a hash of the symbolic input taken before code generation (so CSE and
+printing run once per system, not once per process), and the library under the hash of the C
+(:func:`nhfast._jit.build`). A :class:`CompiledSystem` pickles as its C source and a few
+numbers (:func:`load_compiled` rebuilds it in another process, from that process's cache).
 """
 
 from __future__ import annotations
 
+import hashlib
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
-from nhfast import _jit
-from nhfast._abi import HAS, SYMBOL
+from nhfast import _jit, _progress, codegen
+from nhfast._abi import ABI_VERSION, HAS, SYMBOL
 from nhfast._validate import params_rows
+from nhfast._version import __version__
 from nhfast.codegen import (
     IndexedProgram,
     KernelSet,
     generate_c,
     generate_structured_c,
+    kernel_set_digest,
     numpy_kernels,
+    program_digest,
     structured_numpy_kernels,
 )
+from nhfast.errors import CompilationError
 
-__all__ = ["CompiledSystem", "InputCheck", "c_source", "compile_kernels"]
+__all__ = [
+    "CompiledSystem",
+    "InputCheck",
+    "c_source",
+    "compile_kernels",
+    "load_compiled",
+    "source_key",
+]
 
 #: ``check(x, params, name)`` on rows ``(m, n_state)`` and ``(m, n_params)``; raises ValueError.
 InputCheck = Callable[[np.ndarray, np.ndarray, str], None]
@@ -58,7 +79,17 @@ class CompiledSystem:
     cache_hit : bool
         Whether the library came from the cache.
     timings : dict
-        Seconds spent generating the source and compiling/loading it.
+        Seconds spent on the source (``"generate"``: key, first-level lookup and, on a miss,
+        code generation; ``"key"``: the key alone) and compiling/loading it (``"compile"``).
+    name : str
+        The system's name (in the banner of the source).
+    source : str or None
+        The generated C source (C backend); None for the NumPy backend.
+    generated : bool
+        Whether this process generated the source (ran CSE and printing); False when it came
+        from the first cache level or was handed over (:func:`load_compiled`).
+    n_obs, flags, n_q : int
+        Number of observables, ``NH_HAS_*`` bits of the families, positions (Hamiltonian).
     """
 
     backend: str
@@ -71,11 +102,39 @@ class CompiledSystem:
     path: Any = None
     cache_hit: bool = False
     timings: dict[str, float] = field(default_factory=dict)
+    name: str = "system"
+    source: str | None = None
+    generated: bool = True
+    n_obs: int = 0
+    flags: int = 0
+    n_q: int = 0
     _keepalive: Any = None
+    _code: Any = None  # the KernelSet/IndexedProgram of a NumPy-backend system (for pickling)
 
     @property
     def n_params(self) -> int:
         return len(self.params)
+
+    def meta(self) -> dict[str, Any]:
+        """What :func:`load_compiled` needs besides the source: plain, picklable data."""
+        return {
+            "format": 1,
+            "name": self.name,
+            "backend": self.backend,
+            "n_out": dict(self.n_out),
+            "n_state": self.n_state,
+            "params": tuple(self.params),
+            "n_obs": self.n_obs,
+            "flags": self.flags,
+            "n_q": self.n_q,
+            "abi": ABI_VERSION,
+        }
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # C: the source and a few numbers travel (no SymPy); NumPy: the expressions. The
+        # input check (a weak reference to its field) does not: the owner re-attaches it.
+        code = self._code if self.source is None else None
+        return (load_compiled, (self.source, self.meta(), None, code))
 
     def has(self, kind: str) -> bool:
         return kind in self.kernels
@@ -122,10 +181,145 @@ def c_source(code: Code, name: str) -> str:
     return generate_c(code, provenance=provenance)
 
 
+@lru_cache(maxsize=1)
+def _generator_fingerprint() -> str:
+    """Hash of the code that writes C (``nhfast/codegen/*.py``, ``_abi``, this module), versions.
+
+    A changed generator (an edited checkout with the same version number) must not be served
+    sources written by the old one.
+    """
+    h = hashlib.sha256()
+    here = Path(__file__)
+    files = sorted(Path(codegen.__file__).parent.glob("*.py")) + [here, here.with_name("_abi.py")]
+    for path in files:
+        h.update(path.name.encode() + b"\0")
+        try:
+            h.update(path.read_bytes())
+        except OSError:
+            h.update(b"unreadable")
+    import mpmath
+
+    for part in (__version__, f"abi={ABI_VERSION}", sp.__version__, mpmath.__version__):
+        h.update(f"{part}\0".encode())
+    h.update(sys.version.encode())
+    return h.hexdigest()
+
+
+def source_key(code: Code, name: str) -> str:
+    """Key of the generated C of ``code``: a hash of its symbolic input, taken before generation.
+
+    It covers everything the source depends on: the states, parameters and time (names and
+    assumptions, in order), every kernel family's expressions (in order), the solves, ``n_q``
+    and the derivative flags (:func:`nhfast.codegen.kernel_set_digest`), or the indexed
+    program (:func:`nhfast.codegen.program_digest`); the generator, ``name`` (in the
+    source's banner), and the versions of nhfast, its ABI, SymPy, mpmath and Python, and
+    the generator's own code. Much cheaper than generating the source (no CSE, no printing:
+    each shared subtree is hashed once).
+
+    Parameters
+    ----------
+    code : KernelSet or IndexedProgram
+    name : str
+        The system's name.
+
+    Returns
+    -------
+    str
+        A SHA-256 hex digest.
+    """
+    if isinstance(code, IndexedProgram):
+        kind, digest = "generate_structured_c(unroll=None)", program_digest(code)
+    else:
+        kind, digest = "generate_c", kernel_set_digest(code)
+    h = hashlib.sha256()
+    for part in ("nhfast-source", _generator_fingerprint(), kind, repr(str(name)), digest):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _shape(code: Code) -> dict[str, Any]:
+    """Sizes of the library of ``code``: what ``nh_info`` must report, and the outputs."""
+    if isinstance(code, IndexedProgram):
+        n_out = {k: code.n_out(k) for k in code.outputs}
+        return {
+            "n_out": n_out,
+            "n_state": code.n_state,
+            "params": tuple(code.param_symbols),
+            "n_q": 0,
+            "flags": sum(HAS[k] for k in code.outputs),
+            "n_obs": n_out.get("observables", 0),
+        }
+    return {
+        "n_out": {k: len(v) for k, v in code.kernels.items()},
+        "n_state": len(code.states),
+        "params": tuple(code.params),
+        "n_q": code.n_q,
+        "flags": code.flags,
+        "n_obs": code.n_obs,
+    }
+
+
+def _numpy_system(code: Code, shape: Mapping[str, Any], name: str, check) -> CompiledSystem:
+    from nhfast import _core
+
+    t0 = time.perf_counter()
+    n_expr = sum(shape["n_out"].values())
+    with _progress.stage(f"generating NumPy kernels for {name!r} ({n_expr} expressions)"):
+        if isinstance(code, IndexedProgram):
+            nk = structured_numpy_kernels(code)
+        else:
+            nk = numpy_kernels(code)
+    cap = _core.python_kernel_capsule()
+    kernels = {k: (cap, obj) for k, obj in nk.items()}
+    return CompiledSystem(
+        "numpy",
+        kernels,
+        check=check,
+        timings={"generate": time.perf_counter() - t0},
+        name=name,
+        _code=code,
+        **shape,
+    )
+
+
+def _c_system(
+    source: str, shape: Mapping[str, Any], name: str, check, timings: dict[str, float]
+) -> CompiledSystem:
+    """Compile (or fetch) and load ``source``; check its ``nh_info`` against ``shape``."""
+    from nhfast import _core
+
+    t1 = time.perf_counter()
+    lib, hit = _jit.build(source, label=f"compiling C for {name!r} ({len(source) // 1000} kB)")
+    timings["compile"] = time.perf_counter() - t1
+    expect = (shape["n_state"], len(shape["params"]), shape["n_obs"], shape["flags"], shape["n_q"])
+    if lib.info[1:] != expect:
+        raise RuntimeError(f"kernel library {lib.path} reports {lib.info[1:]}, expected {expect}")
+    kernels = {k: (_core.kernel_capsule(lib.address(SYMBOL[k])), None) for k in shape["n_out"]}
+    return CompiledSystem(
+        "c",
+        kernels,
+        check=check,
+        key=lib.key,
+        path=lib.path,
+        cache_hit=hit,
+        timings=timings,
+        name=name,
+        source=source,
+        _keepalive=lib,
+        **shape,
+    )
+
+
 def compile_kernels(
     code: Code, name: str = "system", check: InputCheck | None = None
 ) -> CompiledSystem:
     """Generate, compile (or fetch from the cache) and load every kernel family of ``code``.
+
+    The generated C is cached under :func:`source_key` (first level), the library under the
+    hash of the C (:func:`nhfast._jit.build`): a process that finds the source skips code
+    generation (``CompiledSystem.generated`` is False). A stage slower than
+    ``nhfast._progress.THRESHOLD`` seconds says so on stderr.
 
     Parameters
     ----------
@@ -141,44 +335,86 @@ def compile_kernels(
     -------
     CompiledSystem
     """
-    from nhfast import _core
-
-    t0 = time.perf_counter()
-    if isinstance(code, IndexedProgram):
-        n_out = {k: code.n_out(k) for k in code.outputs}
-        n_state, params, n_q = code.n_state, tuple(code.param_symbols), 0
-        flags = sum(HAS[k] for k in code.outputs)
-        n_obs = n_out.get("observables", 0)
-    else:
-        n_out = {k: len(v) for k, v in code.kernels.items()}
-        n_state, params, n_q = len(code.states), tuple(code.params), code.n_q
-        flags, n_obs = code.flags, code.n_obs
-    common = {"n_out": n_out, "n_state": n_state, "params": params, "check": check}
+    shape = _shape(code)
     if _jit.backend() == "numpy":
-        if isinstance(code, IndexedProgram):
-            nk = structured_numpy_kernels(code)
-        else:
-            nk = numpy_kernels(code)
-        cap = _core.python_kernel_capsule()
-        kernels = {k: (cap, obj) for k, obj in nk.items()}
-        return CompiledSystem(
-            "numpy", kernels, timings={"generate": time.perf_counter() - t0}, **common
+        return _numpy_system(code, shape, name, check)
+    t0 = time.perf_counter()
+    key = source_key(code, name)
+    t_key = time.perf_counter() - t0
+    source = _jit.cached_source(key)
+    generated = source is None
+    if source is None:
+        n_expr = sum(shape["n_out"].values())
+        with _progress.stage(f"generating C for {name!r} (CSE, {n_expr} expressions)"):
+            source = c_source(code, name)
+        info = {"system": str(name), "n_state": shape["n_state"], "n_out": shape["n_out"]}
+        _jit.store_source(key, source, info)
+    timings = {"generate": time.perf_counter() - t0, "key": t_key}
+    cs = _c_system(source, shape, name, check, timings)
+    cs.generated = generated
+    return cs
+
+
+_META_KEYS = ("name", "n_out", "n_state", "params", "n_obs", "flags", "n_q", "abi")
+
+
+def load_compiled(
+    source: str | None,
+    meta: Mapping[str, Any],
+    check: InputCheck | None = None,
+    code: Code | None = None,
+) -> CompiledSystem:
+    """A :class:`CompiledSystem` from its generated C source (e.g. in another process).
+
+    What a pickled :class:`CompiledSystem` becomes: the source is compiled (or found) in this
+    process's cache and checked against ``meta``; no SymPy work is done.
+
+    Parameters
+    ----------
+    source : str or None
+        The generated C (:attr:`CompiledSystem.source`); None for a NumPy-backend system.
+    meta : mapping
+        :meth:`CompiledSystem.meta` of the original.
+    check : callable, optional
+        The input check (it does not travel with a pickle; the owner passes it again).
+    code : KernelSet or IndexedProgram, optional
+        The expressions, for the NumPy backend (a ``source`` of None, or no C compiler here).
+
+    Raises
+    ------
+    ValueError
+        If ``meta`` lacks an entry, or neither a source nor the code is given.
+    nhfast.errors.CompilationError
+        If ``meta`` is of another kernel ABI, or C must be compiled without a compiler.
+    """
+    missing = [k for k in _META_KEYS if k not in meta]
+    if missing:
+        raise ValueError(f"meta lacks {', '.join(missing)}: pass CompiledSystem.meta()")
+    if meta["abi"] != ABI_VERSION:
+        raise CompilationError(
+            ["load_compiled"],
+            f"the system was generated for kernel ABI {meta['abi']}, this nhfast has "
+            f"{ABI_VERSION}: generate it again",
         )
-    source = c_source(code, name)
-    t1 = time.perf_counter()
-    lib, hit = _jit.build(source)
-    t2 = time.perf_counter()
-    expect = (n_state, len(params), n_obs, flags, n_q)
-    if lib.info[1:] != expect:
-        raise RuntimeError(f"kernel library {lib.path} reports {lib.info[1:]}, expected {expect}")
-    kernels = {k: (_core.kernel_capsule(lib.address(SYMBOL[k])), None) for k in n_out}
-    return CompiledSystem(
-        "c",
-        kernels,
-        key=lib.key,
-        path=lib.path,
-        cache_hit=hit,
-        timings={"generate": t1 - t0, "compile": t2 - t1},
-        _keepalive=lib,
-        **common,
-    )
+    shape = {
+        "n_out": {str(k): int(v) for k, v in meta["n_out"].items()},
+        "n_state": int(meta["n_state"]),
+        "params": tuple(meta["params"]),
+        "n_obs": int(meta["n_obs"]),
+        "flags": int(meta["flags"]),
+        "n_q": int(meta["n_q"]),
+    }
+    name = str(meta["name"])
+    if source is None or _jit.backend() == "numpy":
+        if code is None:
+            if source is None:
+                raise ValueError("load_compiled needs the C source or the code (NumPy backend)")
+            raise CompilationError(
+                ["cc"],
+                "this process uses the NumPy backend (no C compiler, or NHFAST_BACKEND=numpy) "
+                "and got only the system's C source: set CC, or pass the code",
+            )
+        return _numpy_system(code, shape, name, check)
+    cs = _c_system(source, shape, name, check, {"generate": 0.0})
+    cs.generated = False
+    return cs

@@ -7,7 +7,7 @@ length-``n`` vectors, for large ``n``; :func:`generate_structured_c`). The kerne
 the generated sources include ships in ``nhfast/codegen/include``.
 """
 
-from nhfast.codegen.ckernels import DerivSpec, KernelSet, SolveSpec, generate_c
+from nhfast.codegen.ckernels import DerivSpec, KernelSet, SolveSpec, generate_c, kernel_set_digest
 from nhfast.codegen.indexed import IndexedProgram, Statement
 from nhfast.codegen.numpy_backend import (
     NumpyKernel,
@@ -16,7 +16,7 @@ from nhfast.codegen.numpy_backend import (
     numpy_rows,
     structured_numpy_kernels,
 )
-from nhfast.codegen.structured import UNROLL_MAX_N, generate_structured_c
+from nhfast.codegen.structured import UNROLL_MAX_N, generate_structured_c, program_digest
 
 __all__ = [
     "UNROLL_MAX_N",
@@ -29,7 +29,9 @@ __all__ = [
     "StructuredNumpyKernel",
     "generate_c",
     "generate_structured_c",
+    "kernel_set_digest",
     "numpy_kernels",
     "numpy_rows",
+    "program_digest",
     "structured_numpy_kernels",
 ]

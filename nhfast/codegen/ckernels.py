@@ -23,7 +23,7 @@ from nhfast.codegen._printer import (
     preamble,
 )
 
-__all__ = ["DerivSpec", "KernelSet", "SolveSpec", "generate_c"]
+__all__ = ["DerivSpec", "KernelSet", "SolveSpec", "generate_c", "kernel_set_digest"]
 
 
 @dataclass(frozen=True)
@@ -281,6 +281,15 @@ def _input(ks: KernelSet) -> list[object]:
     return items
 
 
+def kernel_set_digest(ks: KernelSet) -> str:
+    """SHA-256 of everything of ``ks`` its generated source depends on (the banner's input hash).
+
+    Cheap next to :func:`generate_c` (no CSE, no printing): a cache of generated sources
+    can be keyed on it.
+    """
+    return input_hash(_input(ks))
+
+
 def generate_c(ks: KernelSet, provenance: Mapping[str, object] | None = None) -> str:
     """Return the C99 source of the kernel library for ``ks``.
 
@@ -310,7 +319,7 @@ def generate_c(ks: KernelSet, provenance: Mapping[str, object] | None = None) ->
         banner(
             generator="nhfast.codegen.generate_c",
             regenerate="nhfast.codegen.generate_c(kernel_set), e.g. through the system's compile()",
-            digest=input_hash(_input(ks)),
+            digest=kernel_set_digest(ks),
             legend=_legend(ks),
             provenance=provenance,
             details=f"Kernels: {sizes}; {len(ks.solves)} linear solves.",

@@ -29,7 +29,13 @@ from nhfast.codegen.indexed import INDEXED_KINDS, IndexedProgram, Statement, is_
 
 # IndexedProgram and Statement (now in indexed.py) are re-exported for the importers of this
 # module's former contents; new code imports them from ``nhfast.codegen``.
-__all__ = ["UNROLL_MAX_N", "IndexedProgram", "Statement", "generate_structured_c"]
+__all__ = [
+    "UNROLL_MAX_N",
+    "IndexedProgram",
+    "Statement",
+    "generate_structured_c",
+    "program_digest",
+]
 
 
 @dataclass
@@ -404,6 +410,23 @@ def _input(prog: IndexedProgram, shape: str) -> list[object]:
     for family, blocks in prog.outputs.items():
         items += [family, *blocks]
     return items
+
+
+def _shape(prog: IndexedProgram, unroll: bool | None) -> str:
+    if unroll is None:
+        unroll = prog.n <= UNROLL_MAX_N
+    elif not isinstance(unroll, bool):
+        raise TypeError(f"unroll must be a bool or None, got {unroll!r}")
+    return "unrolled" if unroll else "looped"
+
+
+def program_digest(prog: IndexedProgram, unroll: bool | None = None) -> str:
+    """SHA-256 of everything of ``prog`` its generated source depends on (the banner's hash).
+
+    ``unroll`` as in :func:`generate_structured_c`. Cheap next to generating the source: a
+    cache of generated sources can be keyed on it.
+    """
+    return input_hash(_input(prog, _shape(prog, unroll)))
 
 
 def generate_structured_c(

@@ -139,8 +139,10 @@ def test_corrupted_library_is_detected_and_rebuilt(cache):
     (entry / "meta.json").write_text((entry.with_name("moved") / "meta.json").read_text())
     lib2, hit = _jit.build(src)
     assert not hit
-    assert _jit._valid(lib2.path)
-    assert [p for p in cache.iterdir() if ".corrupt-" in p.name]
+    assert _jit._valid(lib2.path) and lib2.path == entry
+    assert (lib2.path / "kernel.so").read_bytes() != bytes(data)
+    # moved aside atomically, then removed: no debris
+    assert not [p for p in cache.iterdir() if ".corrupt-" in p.name or p.name.startswith(".tmp")]
 
 
 def test_truncated_metadata_is_rebuilt(cache):
