@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
+from sympy.core.function import AppliedUndef
 
 Simplifier = bool | Callable[[sp.Expr], sp.Expr] | None
 
@@ -142,7 +143,7 @@ def generic_point(
 def numeric_rank(mat: sp.Matrix, subs: dict[sp.Symbol, Any]) -> int:
     """Rank of ``mat`` at the point ``subs`` (floats when possible, exact otherwise)."""
     m = mat.subs(subs)
-    if m.free_symbols:
+    if m.free_symbols or m.atoms(AppliedUndef):  # symbols, or undefined functions like Delta(1/5)
         return int(m.rank(simplify=True))
     arr = np.array(m.evalf(30).tolist(), dtype=complex)
     if arr.size == 0:

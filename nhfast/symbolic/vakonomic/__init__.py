@@ -25,7 +25,9 @@ from nhfast.symbolic.vakonomic.consistency import (
     FrameData,
     consistency_test,
     frame_data,
+    hamel_field,
     restriction_test,
+    vakonomic_frame_field,
 )
 from nhfast.symbolic.vakonomic.constraint_algorithm import (
     ConstraintAlgorithmResult,
@@ -109,6 +111,8 @@ __all__ = [
     "frame_data",
     "consistency_test",
     "restriction_test",
+    "hamel_field",
+    "vakonomic_frame_field",
     # seed 000's own route: non-invariant Chaplygin systems (Lemma 4.6, (4.16), Thm. 4.8(b))
     "admissible_variation",
     "ChaplyginBundle",

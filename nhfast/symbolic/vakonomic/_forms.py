@@ -14,8 +14,9 @@ Sign convention (the only one in this subpackage; the papers' signs are converte
   same multipliers ``mu`` (there ``lambda`` names the nonholonomic reaction, as in that paper).
 * **Vakonomic multipliers in an adapted frame**, ``mu_a``: ``calL = L - mu_a v^a`` with
   ``v^a = theta^a(qdot)`` the transverse quasi-velocities (Crampin & Mestdag 2010, Section 4;
-  Mestdag & Crampin 2010, eq. (4.2)).  With ``theta = Lambda W`` (see
-  :func:`coframe_in_forms`), ``lambda = -Lambda^T mu`` (:func:`frame_to_coordinate_multipliers`).
+  Mestdag & Crampin 2010, eq. (4.2)).  With ``theta = Lambda W`` (``Lambda`` as in
+  :class:`~nhfast.symbolic.vakonomic.equations.FrameVakonomicEquations`),
+  ``lambda = -Lambda^T mu`` (:func:`frame_to_coordinate_multipliers`).
 * **Nonholonomic (reaction) multipliers**: ``E(L) = W^T lambda`` (Mestdag & Crampin 2010,
   Section 2).
 """
@@ -274,14 +275,6 @@ def is_integrable(system: Any) -> bool:
     return all(
         vanishes(e) for col in _fr.frame_brackets(system.frame, system.q).values() for e in w * col
     )
-
-
-def coframe_in_forms(full_frame: sp.Matrix, one_forms: sp.Matrix, rank: int) -> sp.Matrix:
-    """``Lambda`` (``m x m``) with ``theta^a = Lambda^a_i W_i`` (``theta`` the coframe of the
-    completion in ``full_frame``)."""
-    theta = full_frame.LUsolve(sp.eye(full_frame.rows))[rank:, :]
-    w = one_forms
-    return (theta * w.T * (w * w.T).inv()).applyfunc(sp.simplify)
 
 
 def frame_to_coordinate_multipliers(Lambda: Any, mu: Any) -> Any:

@@ -41,7 +41,14 @@ from nhfast.symbolic.vakonomic._forms import (
 )
 from nhfast.symbolic.vakonomic.nh_vs_vak import nonholonomic_data
 
-__all__ = ["FrameData", "frame_data", "consistency_test", "restriction_test"]
+__all__ = [
+    "FrameData",
+    "frame_data",
+    "hamel_field",
+    "vakonomic_frame_field",
+    "consistency_test",
+    "restriction_test",
+]
 
 
 @dataclass
@@ -162,6 +169,111 @@ def frame_data(
     fd.multipliers = lam
     fd.momenta = mom
     return fd
+
+
+def hamel_field(
+    fd: FrameData, lagrangian: Any = None, point: Mapping[Any, Any] | None = None
+) -> sp.Matrix:
+    """Unconstrained Euler-Lagrange field in the frame (Crampin & Mestdag 2010, Prop. 1).
+
+    ``Gamma = v^i XC_i + Gamma^i XV_i`` with ``Gamma(XV_i L) - XC_i L = 0`` for all ``i``,
+    i.e. ``g_ij Gamma^j = XC_i(L) - v^j XC_j(XV_i L)`` ([S2.2-4]), ``g_ij = d^2 L/dv^i dv^j``,
+    on all of ``TQ`` (no restriction to C).
+
+    Parameters
+    ----------
+    fd : FrameData
+    lagrangian : sympy.Expr, optional
+        ``L(q, v)`` in the symbols ``fd.q``, ``fd.v`` (all ``n``); default ``fd.lagrangian``.
+        Must be regular (``det g != 0``).
+    point : dict, optional
+        Values substituted (after differentiating) before the linear solve: the field at one
+        point (say exact rationals for ``q``, ``v`` and the parameters), for expressions too
+        large to solve symbolically.
+
+    Returns
+    -------
+    sympy.Matrix
+        ``Gamma^i(q, v)``, ``n`` entries, in the normal form of :func:`~._forms.normal`
+        (without ``point``), or their values at ``point``.
+
+    Raises
+    ------
+    ValueError
+        If ``L`` is singular (``det g = 0`` identically).
+    """
+    L = fd.lagrangian if lagrangian is None else sp.sympify(lagrangian)
+    v, n = fd.v, len(fd.q)
+    at = (lambda e: sp.sympify(e).subs(point)) if point is not None else normal
+    g = sp.Matrix(n, n, lambda i, j: at(sp.diff(L, v[i], v[j])))
+    if normal(g.det()) == 0:
+        raise ValueError("lagrangian is singular: det(d^2 L / dv^i dv^j) = 0")
+    rhs = sp.zeros(n, 1)
+    for i in range(n):
+        pi = sp.diff(L, v[i])
+        t = fd.complete_lift(i, L) - sum(
+            (v[j] * fd.complete_lift(j, pi) for j in range(n)), sp.Integer(0)
+        )
+        rhs[i] = at(t)
+    sol = g.LUsolve(rhs)
+    return sol.applyfunc(normal) if point is None else sol
+
+
+def vakonomic_frame_field(fd: FrameData, mu: Sequence[Any], rates: Sequence[Any]) -> sp.Matrix:
+    """Accelerations of the vakonomic field with multiplier values ``mu`` and rates ``A``.
+
+    Crampin & Mestdag 2010, [S4-3]/Prop. 3: on ``C x R^(n-r)`` a VAK field is
+    ``Gamma_hat = v^alpha XC_alpha + Gamma^i XV_i + A_a d/dmu_a`` with (``L`` the frame
+    Lagrangian, everything on C)::
+
+        Gamma_hat(XV_alpha L) - XC_alpha L = mu_a R^a_{alpha beta} v^beta,
+        Gamma_hat(XV_a L) - XC_a L = mu_b R^b_{a alpha} v^alpha + A_a.
+
+    ``A_a`` is free; ``Gamma^a = 0`` (tangency to C) fixes it.  This is the general field, so
+    it can be compared with the tangent one of
+    :func:`~nhfast.symbolic.vakonomic.vakonomic_frame_equations` and with the paper's formulas
+    for an arbitrary ``A``.
+
+    Parameters
+    ----------
+    fd : FrameData
+    mu : sequence of sympy.Expr
+        ``n - r`` multiplier values (symbols, or a section ``phi_a(q, v^alpha)``).
+    rates : sequence of sympy.Expr
+        ``n - r`` values ``A_a = Gamma_hat(mu_a)``.
+
+    Returns
+    -------
+    sympy.Matrix
+        ``Gamma^i`` for ``i = 1..n`` (the last ``n - r`` vanish iff the field is tangent to C).
+
+    Raises
+    ------
+    ValueError
+        If ``mu`` or ``rates`` do not have ``n - r`` entries.
+    """
+    n, r = len(fd.q), fd.r
+    mu_ = [sp.sympify(x) for x in mu]
+    A = [sp.sympify(x) for x in rates]
+    for name, val in (("mu", mu_), ("rates", A)):
+        if len(val) != n - r:
+            raise ValueError(f"{name} must have n - r = {n - r} entries, got {len(val)}")
+    L, v = fd.lagrangian, fd.v
+    g = sp.Matrix(n, n, lambda i, j: fd.on_C(sp.diff(L, v[i], v[j])))
+    rhs = sp.zeros(n, 1)
+    for i in range(n):
+        pi = sp.diff(L, v[i])
+        t = fd.complete_lift(i, L) - sum(
+            (v[al] * fd.complete_lift(al, pi) for al in range(r)), sp.Integer(0)
+        )
+        t += sum(
+            (mu_[a - r] * fd.R[i, al, a] * v[al] for a in range(r, n) for al in range(r)),
+            sp.Integer(0),
+        )
+        if i >= r:
+            t += A[i - r]
+        rhs[i] = normal(fd.on_C(t))
+    return g.LUsolve(rhs).applyfunc(normal)
 
 
 def _section(fd: FrameData, section: Any) -> sp.Matrix:

@@ -35,11 +35,11 @@ from nhfast.symbolic._util import Simplifier, fresh_symbols, simplifier
 from nhfast.symbolic.equations import EquationsOfMotion
 from nhfast.symbolic.vakonomic._forms import (
     check_system,
-    coframe_in_forms,
     completed_frame,
     constraint_one_forms,
     forces,
     frame_to_coordinate_multipliers,
+    normal,
     taken_names,
     velocity_symbols,
 )
@@ -347,7 +347,10 @@ def vakonomic_frame_equations(
         sum((gf[i, j] * v[i] * v[j] for i in range(r) for j in range(r)), sp.Integer(0)) / 2 + U
     )
     w = constraint_one_forms(system, complement)
-    Lam = coframe_in_forms(full, w, r)
+    # theta^a = Lambda^a_i W_i with theta^a(X_b) = delta^a_b and W(X_alpha) = 0, so
+    # Lambda = (W X_comp)^-1: an m x m solve (a symbolic inverse of W W^T takes minutes on the
+    # carriage)
+    Lam = (w * full[:, r:]).LUsolve(sp.eye(m)).applyfunc(normal)
     eqs = EquationsOfMotion(
         states=[*q, *v, *mu],
         rhs=[*qdot, *vdot, *mudot],

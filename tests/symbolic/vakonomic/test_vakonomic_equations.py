@@ -219,6 +219,19 @@ def test_frame_form_equals_coordinate_form(name: str) -> None:
             assert sp.nsimplify(sp.simplify(a - b)) == 0
 
 
+def test_frame_multiplier_map_is_the_coframe() -> None:
+    """``Lambda`` of the frame form: ``theta^a = Lambda^a_i W_i`` with ``theta`` the coframe
+    of the completion (rows of the inverse full frame), for T3 (given by 1-forms ``W``) with a
+    completion that is not dual to ``W``, so that ``Lambda`` is not the identity."""
+    S = t3_system()
+    x, y, _ = S.q
+    comp = sp.Matrix([[2, 0], [x, 1 + y**2], [0, 0]])
+    fe = vakonomic_frame_equations(S, complement=comp, simplify=False)
+    theta = fe.full_frame.LUsolve(sp.eye(S.dim))[S.rank :, :]
+    assert all(is_zero(e) for e in fe.Lambda * fe.one_forms - theta)
+    assert not all(is_zero(e) for e in fe.Lambda - sp.eye(2))
+
+
 # --------------------------------------------------------------- NH baseline, flags ----
 def test_nonholonomic_coordinate_equations_disk002_O1() -> None:
     """O1: theta'' = phi'' = 0 and reactions lambda_1 = -M R sin(phi) thd phd, lambda_2 = +cos."""
