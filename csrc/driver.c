@@ -21,19 +21,21 @@ static void interrupt_block(nh_block *b) {
         b->status[g] = NH_LANE_INTERRUPTED;
         for (int64_t i = 0; i < b->nt * b->n; ++i) b->y[g * b->nt * b->n + i] = NAN;
         for (int k = 0; k < NH_NSTATS; ++k) b->stats[g * NH_NSTATS + k] = 0;
+        if (b->t_end) b->t_end[g] = b->t_eval[0];
     }
 }
 
 int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double *t_eval,
                        int64_t nt, const double *x0, const double *par, int64_t par_stride,
                        int64_t lane0, int64_t count, int64_t width, double *y, int32_t *status,
-                       int64_t *stats, int64_t *shared_next) {
+                       int64_t *stats, double *t_end, int64_t *shared_next) {
     if (!sys || !opt || !t_eval || !x0 || !y || !status || !stats || !sys->rhs) return NH_ERR_ARG;
     if (count <= 0 || width <= 0 || nt < 1 || sys->n <= 0 || sys->npar < 0 || lane0 < 0 ||
         par_stride < 0 || count > INT64_MAX - lane0)
         return NH_ERR_SIZE;
     if (sys->npar > 0 && !par) return NH_ERR_ARG;
-    if (opt->method < 0 || opt->method >= NH_N_METHODS || opt->max_steps < 1 || opt->max_iter < 1)
+    if (opt->method < 0 || opt->method >= NH_N_METHODS || opt->max_steps < 1 || opt->max_iter < 1 ||
+        opt->nstiff < 0)
         return NH_ERR_ARG;
     if (opt->method == NH_LEAPFROG && (sys->split <= 0 || sys->split >= sys->n)) return NH_ERR_ARG;
 
@@ -59,6 +61,7 @@ int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double
     b.y = y;
     b.status = status;
     b.stats = stats;
+    b.t_end = t_end;
     b.par = (double *)malloc(sizeof(double) * (size_t)(sys->npar > 0 ? sys->npar * nl : 1));
     b.x = (double *)malloc(sizeof(double) * (size_t)(n * nl));
     b.tl = (double *)malloc(sizeof(double) * (size_t)nl);

@@ -71,6 +71,7 @@ struct nh_block {
     double *y;      /* global outputs [ntraj][nt][n] */
     int32_t *status; /* global */
     int64_t *stats;  /* global [ntraj][NH_NSTATS] */
+    double *t_end;   /* NULL, or global [ntraj]: time each trajectory reached */
     int64_t *cnt;    /* [NH_NSTATS][nl] block-local counters, added to stats at the end */
     int64_t ncalls;  /* vector-field calls made for all active slots (see nh_rhs) */
     int64_t *call0;  /* [nl] ncalls when the slot took its trajectory */
@@ -174,6 +175,7 @@ static inline void nh_retire(nh_block *b, int64_t l) {
         b->stats[b->gid[l] * NH_NSTATS + k] = b->cnt[k * b->nl + l];
         b->cnt[k * b->nl + l] = 0;
     }
+    if (b->t_end) b->t_end[b->gid[l]] = b->tl[l];
     b->active[l] = 0;
     b->gid[l] = -1;
 }

@@ -39,6 +39,18 @@ enum nh_method {
 #define NH_LANE_INTERRUPTED 5
 #define NH_ERR_INTERRUPTED (-5)
 
+/* An adaptive explicit pair stopped a trajectory that became stiff: Hairer's test on the last
+ * stage difference (DOP853/DOPRI5 codes, Solving ODEs II, IV.2) estimates h*|lambda| as
+ *   h * |f(t+h, y1) - f(t+h, Y_last)| / |y1 - Y_last|     (Y_last: the last stage, c = 1)
+ * after accepted steps; NH_STIFF_POSITIVES estimates above the pair's stability bound
+ * (NH_STIFF_BOUND_DOP853 6.1, NH_STIFF_BOUND_DOPRI5 3.25) declare the trajectory stiff, and
+ * NH_STIFF_RESET consecutive ones below reset the count. The test runs after every
+ * nstiff-th accepted step, and after every step once an estimate was above the bound.
+ * Core code, not part of the kernel ABI. */
+#define NH_LANE_STIFF 6
+#define NH_STIFF_POSITIVES 15
+#define NH_STIFF_RESET 6
+
 /*
  * Cooperative stop of a run. Every thread working on the run checks it between steps (and
  * between lane blocks): `poll`, when set, is asked first (any thread may call it; a nonzero
@@ -76,6 +88,8 @@ typedef struct {
     double tol;        /* implicit schemes: stage-iteration tolerance (relative to 1+|x|) */
     int64_t max_iter;  /* implicit schemes: iteration cap per step */
     nh_interrupt *stop; /* NULL, or checked between steps: see nh_interrupt */
+    int64_t nstiff;    /* adaptive: stiffness test from every nstiff-th accepted step (see
+                          NH_LANE_STIFF); 0: no test */
 } nh_options;
 
 /*
@@ -87,6 +101,9 @@ typedef struct {
  *   y      : outputs, row-major [ntraj][nt][n]; rows after a lane fails are NaN
  *   status : per-lane NH_LANE_* code
  *   stats  : per-lane counters [ntraj][NH_NSTATS]
+ *   t_end  : NULL, or per-lane time reached [ntraj]: the final output time of a finished
+ *            trajectory; after a failure, adaptive methods: the time of the last accepted
+ *            step, fixed-step methods: the last output time reached
  *   shared_next : NULL, or a counter shared by concurrent calls on the same batch (initially
  *            lane0): slots then take the batch's next trajectory from it, whichever call
  *            (thread) they belong to; results do not change, only the scheduling
@@ -98,7 +115,7 @@ typedef struct {
 int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double *t_eval,
                        int64_t nt, const double *x0, const double *par, int64_t par_stride,
                        int64_t lane0, int64_t count, int64_t width, double *y, int32_t *status,
-                       int64_t *stats, int64_t *shared_next);
+                       int64_t *stats, double *t_end, int64_t *shared_next);
 
 /*
  * Evaluate a kernel on rows [row0, row0 + nrows) of row-major inputs:

@@ -164,13 +164,19 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
      * lane-evaluations, a quarter of the slots (the previous rule) 13%. */
     const int64_t refill_at = NH_CHUNK;
 
+    /* Stiffness test (see NH_LANE_STIFF): the pair's bound on h*|lambda|, Hairer's values. */
+    const double stiff_bound = dp5 ? 3.25 : 6.1;
+    const int64_t nstiff = o->nstiff;
+
     /* K[0..S]: stage derivatives (K[S] = FSAL), xs, xn, then per-lane arrays. */
-    const size_t nbuf = (size_t)((S + 3) * m + 9 * nl);
+    const size_t nbuf = (size_t)((S + 3) * m + 11 * nl);
     double *buf = (double *)malloc(sizeof(double) * nbuf);
     unsigned char *flags = (unsigned char *)malloc((size_t)(3 * nl));
-    if (!buf || !flags) {
+    int64_t *stiffc = (int64_t *)calloc((size_t)(2 * nl), sizeof(int64_t));
+    if (!buf || !flags || !stiffc) {
         free(buf);
         free(flags);
+        free(stiffc);
         return NH_ERR_NOMEM;
     }
     double *K[13];
@@ -178,6 +184,8 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
     double *xs = buf + (size_t)(S + 1) * m, *xn = xs + m;
     double *h = xn + m, *hu = h + nl, *tt = hu + nl, *err = tt + nl, *acc = err + nl; /* acc: 3 nl */
     double *target = acc + 3 * nl, *hprop = target + nl;
+    double *stnum = hprop + nl, *stden = stnum + nl; /* stiffness test: |dK|^2, |dY|^2 */
+    int64_t *iasti = stiffc, *nonsti = stiffc + nl;  /* estimates above / below the bound */
     unsigned char *hit = flags, *fin = flags + nl, *fresh = flags + 2 * nl;
     int rc = NH_OK;
     /* Nonzero coefficients of each row of A and of B (DOP853's A is one third zeros). */
@@ -210,8 +218,10 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
                     rc = initial_step(b, &p, fresh, K[0], dir, h, xs, K[1], tt, acc);
                     if (rc != NH_OK) break;
                 }
-                for (int64_t l = 0; l < nl; ++l)
+                for (int64_t l = 0; l < nl; ++l) {
                     if (fresh[l] && fabs(h[l]) > hmax) h[l] = dir * hmax;
+                    if (fresh[l]) iasti[l] = nonsti[l] = 0;
+                }
             }
         }
         if (nh_count_active(b) == 0) {
@@ -273,6 +283,30 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
             h[l] = fabs(hprop[l]) > hmax ? dir * hmax : hprop[l];
             hit[l] = ok ? (unsigned char)(1 + hit[l]) : 0; /* 1: accepted, 2: accepted at output */
         }
+        /* Stiffness test on the accepted steps: xs still holds the last stage (c = 1), K[S-1]
+         * its derivative, K[S] = f(t + h, xn). Reads only: the integration is the same with
+         * the test on or off. */
+        if (nstiff > 0) {
+            for (int64_t l = 0; l < nl; ++l) stnum[l] = stden[l] = 0.0;
+            for (int64_t i = 0; i < n; ++i)
+                for (int64_t l = 0; l < nl; ++l) {
+                    const double dk = K[S][i * nl + l] - K[S - 1][i * nl + l];
+                    const double dy = xn[i * nl + l] - xs[i * nl + l];
+                    stnum[l] += dk * dk;
+                    stden[l] += dy * dy;
+                }
+            for (int64_t l = 0; l < nl; ++l) {
+                if (!b->active[l] || !hit[l]) continue;
+                if (nh_cnt(b, NH_STAT_STEPS)[l] % nstiff != 0 && iasti[l] == 0) continue;
+                const double hlamb = stden[l] > 0.0 ? fabs(hu[l]) * sqrt(stnum[l] / stden[l]) : 0.0;
+                if (hlamb > stiff_bound) {
+                    nonsti[l] = 0;
+                    iasti[l] += 1;
+                } else if (++nonsti[l] == NH_STIFF_RESET) {
+                    iasti[l] = 0;
+                }
+            }
+        }
         for (int64_t i = 0; i < n; ++i)
             for (int64_t l = 0; l < nl; ++l) {
                 const int acc_l = hit[l] != 0;
@@ -294,7 +328,10 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
                     continue;
                 }
             }
-            if (nh_cnt(b, NH_STAT_STEPS)[l] + nh_cnt(b, NH_STAT_REJECTED)[l] >= o->max_steps) {
+            if (iasti[l] >= NH_STIFF_POSITIVES) {
+                nh_fail(b, l, NH_LANE_STIFF);
+                ++idle;
+            } else if (nh_cnt(b, NH_STAT_STEPS)[l] + nh_cnt(b, NH_STAT_REJECTED)[l] >= o->max_steps) {
                 nh_fail(b, l, NH_LANE_MAX_STEPS);
                 ++idle;
             } else if (fabs(h[l]) <= 10.0 * 2.220446049250313e-16 * NH_MAX(fabs(b->tl[l]), 1e-300) ||
@@ -307,5 +344,6 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
 done:
     free(buf);
     free(flags);
+    free(stiffc);
     return rc;
 }

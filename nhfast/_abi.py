@@ -25,6 +25,7 @@ __all__ = [
     "METHODS",
     "STATS",
     "STATUS",
+    "STIFF",
     "SYMBOL",
 ]
 
@@ -40,7 +41,7 @@ INFO: dict[str, int] = dict(_core.INFO)
 #: Kernel return codes: ``"ok"`` (``NH_OK``) and the negative ``NH_ERR_*``.
 ERR: dict[str, int] = dict(_core.ERR)
 #: Per-lane integration status ``NH_LANE_*``: ``"ok"``, ``"nonfinite"``, ``"step_underflow"``,
-#: ``"max_steps"``, ``"not_converged"``, ``"interrupted"``.
+#: ``"max_steps"``, ``"not_converged"``, ``"interrupted"``, ``"stiff"``.
 LANE: dict[str, int] = dict(_core.LANE)
 
 #: Kernel family -> suffix of its ``NH_HAS_*`` flag and of its key in ``_core.HAS``.
@@ -73,7 +74,12 @@ STATUS: dict[int, str] = {
     LANE["max_steps"]: "maximum number of steps reached",
     LANE["not_converged"]: "implicit stage equations did not converge",
     LANE["interrupted"]: "interrupted before the end (the run was stopped by a signal)",
+    LANE["stiff"]: "the problem became stiff (Hairer's stiffness test)",
 }
+#: Hairer's stiffness test (``NH_STIFF_*`` in nh_core.h): ``"positives"`` estimates of
+#: h|lambda| above the method's stability bound declare a trajectory stiff; ``"reset"``
+#: consecutive ones below reset the count.
+STIFF: dict[str, int] = dict(_core.STIFF)
 #: Names of the per-lane statistics, in the column order of the core (``NH_STAT_*``).
 STATS: tuple[str, ...] = tuple(
     name

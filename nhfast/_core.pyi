@@ -40,6 +40,7 @@ METHOD: dict[str, int]
 N_METHODS: int
 ADAPTIVE_MASK: int
 STAT: dict[str, int]
+STIFF: dict[str, int]
 NSTATS: int
 #: Largest team of threads of one call (``threads`` beyond it, or beyond the work, is clamped).
 MAX_THREADS: int
@@ -70,6 +71,8 @@ def integrate_batch(
     max_iter: int,
     threads: int = 1,
     block: int = 64,
+    nstiff: int = 0,
+    t_end: NDArray[np.float64] | None = None,
 ) -> None: ...
 def eval_soa(
     kernel: CapsuleType,

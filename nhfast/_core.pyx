@@ -80,9 +80,13 @@ cdef extern from "nh_core.h":
         double tol
         int64_t max_iter
         nh_interrupt *stop
+        int64_t nstiff
     int NH_NSTATS
     int NH_LANE_INTERRUPTED
     int NH_ERR_INTERRUPTED
+    int NH_LANE_STIFF
+    int NH_STIFF_POSITIVES
+    int NH_STIFF_RESET
     ctypedef struct nh_interrupt:
         int flag
         int (*poll)(void *ctx) noexcept nogil
@@ -94,7 +98,8 @@ cdef extern from "nh_core.h":
     int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double *t_eval,
                            int64_t nt, const double *x0, const double *par, int64_t par_stride,
                            int64_t lane0, int64_t count, int64_t width, double *y,
-                           int32_t *status, int64_t *stats, int64_t *shared_next) noexcept nogil
+                           int32_t *status, int64_t *stats, double *t_end,
+                           int64_t *shared_next) noexcept nogil
     int nh_eval_rows(nh_kernel_fn fn, void *ctx, int64_t nin, int64_t nout, int64_t npar,
                      const double *t, const double *x, const double *par, int64_t par_stride,
                      int64_t rows_per_par, int64_t row0, int64_t nrows, double *out,
@@ -153,7 +158,11 @@ ERR = {"ok": NH_OK, "size": NH_ERR_SIZE, "nomem": NH_ERR_NOMEM, "callback": NH_E
 #: Per-lane integration status (NH_LANE_*).
 LANE = {"ok": NH_LANE_OK, "nonfinite": NH_LANE_NONFINITE,
         "step_underflow": NH_LANE_STEP_UNDERFLOW, "max_steps": NH_LANE_MAX_STEPS,
-        "not_converged": NH_LANE_NOT_CONVERGED, "interrupted": NH_LANE_INTERRUPTED}
+        "not_converged": NH_LANE_NOT_CONVERGED, "interrupted": NH_LANE_INTERRUPTED,
+        "stiff": NH_LANE_STIFF}
+#: Counts of Hairer's stiffness test (NH_STIFF_*): estimates above the bound that declare a
+#: trajectory stiff, consecutive ones below that reset the count.
+STIFF = {"positives": NH_STIFF_POSITIVES, "reset": NH_STIFF_RESET}
 #: Indices into a kernel library's info array (NH_INFO_*, without NH_INFO_LEN).
 INFO = {"abi": NH_INFO_ABI, "nstate": NH_INFO_NSTATE, "nparam": NH_INFO_NPARAM,
         "nobs": NH_INFO_NOBS, "flags": NH_INFO_FLAGS, "nq": NH_INFO_NQ}
@@ -381,20 +390,21 @@ cdef struct _batch:
     double *y
     int32_t *status
     int64_t *stats
+    double *t_end
     int64_t *shared
 
 
 cdef int _batch_item(void *args, int64_t i) noexcept nogil:
     cdef _batch *a = <_batch *>args
     return nh_integrate_block(a.sys, a.opt, a.t_eval, a.nt, a.x0, a.par, a.par_stride, 0,
-                              a.ntraj, a.block, a.y, a.status, a.stats, a.shared)
+                              a.ntraj, a.block, a.y, a.status, a.stats, a.t_end, a.shared)
 
 
 def integrate_batch(object rhs, object ctx, n, npar, split, method,
                     const double[::1] t_eval, const double[:, ::1] x0, const double[:, ::1] par,
                     double[:, :, ::1] y, int32_t[::1] status, int64_t[:, ::1] stats,
                     double rtol, double atol, double h, double hmax, max_steps,
-                    double tol, max_iter, threads=1, block=64):
+                    double tol, max_iter, threads=1, block=64, nstiff=0, t_end=None):
     """Integrate every lane of a batch; see ``nhfast.integrate`` for the meaning of each field.
 
     ``par`` has one row per lane, or a single row that is broadcast. Each thread runs one
@@ -403,6 +413,12 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     trajectory, one tail per thread). Every trajectory's arithmetic is its own, so results do
     not depend on threads or on which slot ran a trajectory. ``threads`` is clamped to the
     number of blocks and to :data:`MAX_THREADS`.
+
+    ``nstiff`` (adaptive methods; 0: off): Hairer's stiffness test from every ``nstiff``-th
+    accepted step; a trajectory found stiff stops with status ``LANE["stiff"]``. ``t_end``
+    (None, or a float64 array of one entry per lane) receives the time each trajectory
+    reached: its final output time, or where it failed (adaptive: the last accepted step;
+    fixed-step: the last output time reached).
 
     Raises ``ValueError`` naming the argument for an integer out of range or inconsistent
     shapes; on a signal whose handler raises (Ctrl-C), every thread stops after its current
@@ -415,6 +431,7 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     cdef int64_t ntraj = x0.shape[0], nt = t_eval.shape[0]
     cdef int64_t nblocks
     cdef int64_t[::1] counter = cvarray(shape=(1,), itemsize=sizeof(int64_t), format="q")
+    cdef double[::1] tend
     sys.n = _int_arg(n, "n", 1, _INT32_MAX)
     sys.npar = _int_arg(npar, "npar", 0, _INT32_MAX)
     sys.split = _int_arg(split, "split", 0, _INT32_MAX)
@@ -422,7 +439,12 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     opt.max_steps = _int_arg(max_steps, "max_steps", 1, _INT64_MAX)
     opt.max_iter = _int_arg(max_iter, "max_iter", 1, _INT64_MAX)
     a.block = _int_arg(block, "block", 1, _INT32_MAX)
+    opt.nstiff = _int_arg(nstiff, "nstiff", 0, _INT64_MAX)
     _int_arg(threads, "threads", 1, _INT32_MAX)
+    if t_end is not None:
+        tend = t_end
+        if tend.shape[0] != ntraj:
+            raise ValueError(f"t_end must have one entry per lane ({ntraj}), got {tend.shape[0]}")
     if x0.shape[1] != sys.n:
         raise ValueError(f"x0 has {x0.shape[1]} columns, the system has {sys.n} states")
     if y.shape[0] != ntraj or y.shape[1] != nt or y.shape[2] != sys.n:
@@ -458,6 +480,7 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     a.y = &y[0, 0, 0]
     a.status = &status[0]
     a.stats = &stats[0, 0]
+    a.t_end = &tend[0] if t_end is not None else NULL
     a.shared = &counter[0] if nblocks > 1 else NULL
     _run_team(_batch_item, &a, nblocks, <int>nblocks, &stop, ctx)
 

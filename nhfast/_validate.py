@@ -25,7 +25,11 @@ __all__ = [
 
 
 def positive(value: Any, name: str) -> float:
-    """``value`` as a positive finite float, else ``TypeError``/``ValueError`` naming ``name``."""
+    """``value`` as a positive finite float, else ``TypeError``/``ValueError`` naming ``name``.
+
+    Strings are refused (``h="0.1"`` is a mistake to point at, not to parse)."""
+    if isinstance(value, str | bytes):
+        raise TypeError(f"{name} must be a positive number, got the string {value!r}")
     try:
         v = float(value)
     except (TypeError, ValueError):

@@ -27,6 +27,10 @@ HAMILTONISED = ("hamiltonised-midpoint", "hamiltonised-gauss4", "hamiltonised-ga
 #: Per-lane status code (``NH_LANE_*`` in nh_abi.h) -> message.
 STATUS = _abi.STATUS
 _STATS = _abi.STATS
+#: Hairer's NSTIFF (DOP853/DOPRI5 codes): the stiffness test of the adaptive methods runs
+#: after every NSTIFF-th accepted step, and after every step once it found an estimate above
+#: the method's stability bound (see ``stiffness_check`` of :func:`integrate`).
+NSTIFF = 1000
 
 
 @dataclass
@@ -45,6 +49,10 @@ class IntegrationResult:
     stats : dict of str to ndarray of int64, shape (n_traj,)
         ``steps``, ``rhs_evals``, ``rejected``, ``iterations`` per trajectory.
     method : str
+    t_reached : ndarray of float, shape (n_traj,), optional
+        Time each trajectory reached: the last output time when it finished; after a failure,
+        the time of the last accepted step (adaptive methods) or the last output time reached
+        (fixed-step methods). None where the integrator does not report it.
     """
 
     t: np.ndarray
@@ -53,6 +61,7 @@ class IntegrationResult:
     stats: dict[str, np.ndarray]
     method: str
     observables: dict[str, np.ndarray] = field(default_factory=dict)
+    t_reached: np.ndarray | None = None
 
     @property
     def success(self) -> bool:
@@ -93,6 +102,7 @@ def integrate(
     max_iter: int = 100,
     keep_failed: bool = False,
     block: int = 64,
+    stiffness_check: bool = True,
 ) -> IntegrationResult:
     """Integrate a batch of trajectories of ``system`` in the compiled core.
 
@@ -137,6 +147,15 @@ def integrate(
         an ``IntegrationError``.
     block : int
         Lanes per block (the unit of vectorisation and of threading).
+    stiffness_check : bool
+        Adaptive methods: stop a trajectory that becomes stiff (status ``"stiff"``) instead
+        of letting it creep to ``max_steps``. Hairer's test (DOP853/DOPRI5 codes; Hairer &
+        Wanner, Solving ODEs II, IV.2): after an accepted step, ``h * |f(t+h, y1) - f(t+h,
+        Y)| / |y1 - Y|`` (``Y`` the last stage) estimates ``h |lambda|``; 15 estimates above
+        the method's stability bound (6.1 for dop853, 3.25 for dopri5), with fewer than 6
+        consecutive ones below in between, declare stiffness. The test runs from every
+        1000th accepted step on (Hairer's NSTIFF) and only reads the stages: results of the
+        trajectories it does not stop are bit-identical with the check on or off.
 
     Returns
     -------
@@ -148,7 +167,7 @@ def integrate(
         On bad arguments, naming the argument.
     IntegrationError
         When a trajectory fails (non-finite state, step underflow, step budget, an implicit
-        solve that does not converge) and ``keep_failed`` is False.
+        solve that does not converge, stiffness) and ``keep_failed`` is False.
     """
     from nhfast import _core  # the compiled core loads on first use
 
@@ -171,6 +190,8 @@ def integrate(
     rtol = positive(rtol, "rtol")
     atol = positive(atol, "atol")
     tol = positive(tol, "tol")
+    # the integers first: the step count of a fixed-step method is compared with max_steps
+    positive_ints(threads=threads, max_steps=max_steps, max_iter=max_iter, block=block)
     if method in ADAPTIVE:
         h0 = 0.0 if h is None else positive(h, "h")
     else:
@@ -185,7 +206,10 @@ def integrate(
                 count = f"{nsteps:.0f}" if nsteps < 1e15 else f"{nsteps:.3g}"
                 raise ValueError(f"h={h0:g} needs {count} steps, more than max_steps={max_steps}")
     hm = 0.0 if hmax is None else positive(hmax, "hmax")
-    positive_ints(threads=threads, max_steps=max_steps, max_iter=max_iter, block=block)
+    if not isinstance(stiffness_check, (bool, np.bool_)):
+        raise TypeError(
+            f"stiffness_check must be True or False, got {type(stiffness_check).__name__}"
+        )
 
     if threads > 1 and not _core.HAVE_OPENMP:
         _warn_serial()
@@ -195,10 +219,13 @@ def integrate(
     y = np.empty((ntraj, t.size, n))
     status = np.zeros(ntraj, dtype=np.int32)
     stats = np.zeros((ntraj, _core.NSTATS), dtype=np.int64)
+    t_reached = np.full(ntraj, t[0])
     split = system.split or 0
+    nstiff = NSTIFF if stiffness_check and method in ADAPTIVE else 0
     _core.integrate_batch(
         cap, ctx, n, npar, split, METHODS[method], t, x, par, y, status, stats,
         rtol, atol, h0, hm, int(max_steps), tol, int(max_iter), int(threads), int(block),
+        nstiff=nstiff, t_end=t_reached,
     )  # fmt: skip
     res = IntegrationResult(
         t=t,
@@ -206,11 +233,33 @@ def integrate(
         status=status,
         stats={k: stats[:, i].copy() for i, k in enumerate(_STATS)},
         method=method,
+        t_reached=t_reached,
     )
     if wanted:
         res.observables = _observables(cs, list(system.observables), res, par, threads)
     report_failures(res, status != 0, keep_failed)
     return res
+
+
+def _stiff_note(res: IntegrationResult) -> str:
+    """What the message of a failed run says about its stiff trajectories (or "")."""
+    stiff = np.flatnonzero(res.status == _abi.LANE["stiff"])
+    if stiff.size == 0:
+        return ""
+    shown = stiff[:5]
+    if res.t_reached is not None:
+        where = ", ".join(f"#{i} at t={res.t_reached[i]:.6g}" for i in shown)
+    else:
+        where = ", ".join(f"#{i}" for i in shown)
+    more = f" and {stiff.size - shown.size} more" if stiff.size > shown.size else ""
+    return (
+        f". Stiff: {where}{more} (t_eval from {res.t[0]:.6g} to {res.t[-1]:.6g}). The explicit "
+        f"method {res.method!r} is limited there by stability, not accuracy, and nhfast has no "
+        "stiff solver (its implicit 'midpoint'/'gauss*' schemes solve the stages by fixed-point "
+        "iteration, which needs small steps too): use an implicit method with Newton iterations "
+        "and error control, e.g. scipy.integrate.solve_ivp(..., method='Radau' or 'BDF'), or a "
+        "shorter t_eval span; stiffness_check=False turns the test off"
+    )
 
 
 def report_failures(res: IntegrationResult, failed: np.ndarray, keep_failed: bool) -> None:
@@ -224,6 +273,7 @@ def report_failures(res: IntegrationResult, failed: np.ndarray, keep_failed: boo
         f"{np.sum(status == c)} x {STATUS.get(int(c), c)}" for c in np.unique(status[bad])
     )
     msg = f"{bad.size} of {status.size} trajectories failed ({kinds}); first: #{bad[0]}"
+    msg += _stiff_note(res)
     if not keep_failed:
         raise IntegrationError(msg, status, res)
     warnings.warn(msg + " (kept: see result.failed)", IntegrationWarning, stacklevel=3)

@@ -52,6 +52,7 @@ def core_constants() -> dict[str, int]:
     for key, value in _core.ERR.items():
         out["NH_OK" if key == "ok" else f"NH_ERR_{key.upper()}"] = value
     groups = {"LANE": _core.LANE, "INFO": _core.INFO, "HAS": _core.HAS, "STAT": _core.STAT}
+    groups["STIFF"] = _core.STIFF
     for group, table in groups.items():
         out.update({f"NH_{group}_{key.upper()}": value for key, value in table.items()})
     out.update({f"NH_{key.upper()}": value for key, value in _core.METHOD.items()})
@@ -99,6 +100,11 @@ def test_abi_module_agrees_with_headers():
     names = ["NH_STAT_STEPS", "NH_STAT_RHS", "NH_STAT_REJECTED", "NH_STAT_ITER"]
     assert [k for _, k in columns] == names
     assert _abi.STATS == ("steps", "rhs_evals", "rejected", "iterations")
+    assert {f"NH_STIFF_{k.upper()}": v for k, v in _abi.STIFF.items()} == {
+        k: v for k, v in HEADER.items() if k.startswith("NH_STIFF_")
+    }
+    # Hairer's counts (DOP853/DOPRI5 codes): 15 estimates above the bound, 6 below reset
+    assert _abi.STIFF == {"positives": 15, "reset": 6}
 
 
 def test_public_tables_come_from_the_abi():
