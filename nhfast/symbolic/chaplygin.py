@@ -17,6 +17,7 @@ Conventions (checked against the paper):
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ import sympy as sp
 
 from nhfast.symbolic._util import (
     Simplifier,
+    as_expr,
     as_symbol_list,
     fresh_symbols,
     is_zero,
@@ -44,6 +46,8 @@ __all__ = [
     "invariant_measure",
     "PhiSimpleResult",
     "phi_simple",
+    "phi_simple_residuals",
+    "verify_phi",
     "HamiltonisedSystem",
     "hamiltonise",
     "reduced_system",
@@ -343,6 +347,183 @@ def phi_simple(system: Any, simplify: Simplifier = True) -> PhiSimpleResult:
     return PhiSimpleResult(phi, grad, "")
 
 
+def phi_simple_residuals(system: Any, phi: Any) -> dict[tuple[int, int, int], sp.Expr]:
+    """Residuals of the phi-simple identity (Definition 3.19, (1.5)/(3.39)) for a given ``phi``.
+
+    ``T(Y, Z) = Z[phi] Y - Y[phi] Z`` with ``T(d_i, d_j) = C^k_ij d_k`` reads
+    ``C^k_ij = delta^k_i d_j phi - delta^k_j d_i phi``; by skew-symmetry only ``i < j`` is needed.
+
+    Parameters
+    ----------
+    system : ChaplyginSystem or ReducedChaplyginSystem
+    phi : sympy.Expr
+        A function of the shape coordinates (and parameters).
+
+    Returns
+    -------
+    dict
+        ``{(i, j, k): C^k_ij - (delta^k_i d_j phi - delta^k_j d_i phi)}`` for ``i < j``
+        (unsimplified; 0-based indices into ``system.s``).
+    """
+    red = reduced_system(system)
+    phi = as_expr(phi, "phi")
+    s, r = red.s, red.rank
+    grad = [sp.diff(phi, x) for x in s]
+    out = {}
+    for i in range(r):
+        for j in range(i + 1, r):
+            for k in range(r):
+                expect = (grad[j] if k == i else 0) - (grad[i] if k == j else 0)
+                out[(i, j, k)] = red.C[i, j, k] - expect
+    return out
+
+
+def _generic_points(
+    symbols: Sequence[sp.Symbol], count: int, seed: int = 0
+) -> list[dict[sp.Symbol, sp.Rational]]:
+    """``count`` reproducible generic rational points, respecting sign assumptions.
+
+    Values are small (at most ``1/(len(symbols) + 2)`` in size), so that chart domains such as
+    ``1 - |s|^2 > 0`` hold; positive (negative) symbols get positive (negative) values, other
+    real symbols either sign.
+    """
+    rng = random.Random(seed)
+    scale = 10 * (len(symbols) + 2)
+    pts = []
+    for _ in range(count):
+        pt = {}
+        for x in symbols:
+            v = sp.Rational(rng.randint(1, 9), scale + rng.randint(0, 13))
+            if x.is_negative or (not (x.is_positive or x.is_nonnegative) and rng.random() < 0.5):
+                v = -v
+            pt[x] = v
+        pts.append(pt)
+    return pts
+
+
+_Point = dict[sp.Symbol, sp.Rational]
+
+
+def _value_at(expr: sp.Expr, point: _Point) -> sp.Expr | None:
+    """``expr`` at ``point``, exactly simplified; None where it is undefined or not real."""
+    v = sp.sympify(expr).xreplace(point).doit()
+    if v.free_symbols:
+        return None
+    try:
+        v = sp.radsimp(sp.cancel(sp.expand(v)))
+    except (TypeError, ValueError, NotImplementedError, ZeroDivisionError):
+        return None
+    if v.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
+        return None
+    num = v.evalf(60)
+    if not num.is_number or not num.is_finite or num.as_real_imag()[1] != 0:
+        return None
+    return v
+
+
+def _vanishes_generically(
+    expr: sp.Expr, points: list[_Point], extra: list[_Point]
+) -> tuple[bool, _Point | None, sp.Expr | None]:
+    """Zero test exactly at generic rational points (a nonzero value refutes).
+
+    ``points`` are tried first; ``extra`` replace points where ``expr`` is undefined or not
+    real.  Returns ``(vanishes, point, value)``; ``point``/``value`` witness a nonzero residual.
+    A value counts as zero if it simplifies to 0 exactly, or (transcendental constants such as
+    ``sin(1/7)``) is below ``1e-40`` in 60-digit arithmetic.  Without a usable point the full
+    symbolic test :func:`~nhfast.symbolic._util.is_zero` decides.
+    """
+    e = sp.sympify(expr)
+    if e == 0:
+        return True, None, None
+    used = 0
+    for pt in [*points, *extra]:
+        v = _value_at(e, pt)
+        if v is None:
+            continue
+        used += 1
+        if v != 0 and abs(v.evalf(60)) > sp.Float("1e-40", 60):
+            return False, pt, v
+        if used >= len(points):
+            break
+    if used == 0:  # no usable point: decide symbolically
+        return is_zero(e), None, None
+    return True, None, None
+
+
+def verify_phi(system: Any, phi: Any, name: str = "phi") -> str:
+    """Verify ``C^k_ij = delta^k_i d_j phi - delta^k_j d_i phi`` for a user-supplied ``phi``.
+
+    Every residual of :func:`phi_simple_residuals` is first tested symbolically by cheap
+    normal forms (``expand``, ``cancel``); one that does not reduce to 0 is evaluated exactly at
+    four generic rational points of the shape coordinates and parameters (respecting their sign
+    assumptions).  A nonzero value at any point refutes ``phi``.
+
+    Parameters
+    ----------
+    system : ChaplyginSystem or ReducedChaplyginSystem
+    phi : sympy.Expr
+    name : str
+        Argument name used in the error message.
+
+    Returns
+    -------
+    str
+        How the identity was verified (``"symbolically"`` or ``"exactly at generic rational
+        points"``).
+
+    Raises
+    ------
+    TypeError
+        ``phi`` is not a SymPy expression.
+    ValueError
+        ``phi`` uses symbols that are neither shape coordinates nor parameters, or the identity
+        fails; the message names the failing ``(i, j, k)`` and the residual.
+    """
+    red = reduced_system(system)
+    phi = as_expr(phi, name)
+    extra_syms = phi.free_symbols - set(red.s) - set(red.params)
+    if extra_syms:
+        raise ValueError(
+            f"{name} uses {', '.join(sorted(map(str, extra_syms)))}, which are neither shape "
+            f"coordinates ({', '.join(map(str, red.s))}) nor parameters"
+        )
+    if red.rank < 2:
+        return "symbolically"
+    residuals = phi_simple_residuals(red, phi)
+    symbols = [*red.s, *red.params]
+    points = _generic_points(symbols, 4)
+    extra = _generic_points(symbols, 12, seed=1)
+    how = "symbolically"
+    for (i, j, k), res in residuals.items():
+        quick = sp.sympify(res)
+        for step in (sp.expand, sp.cancel):
+            if quick == 0:
+                break
+            try:
+                quick = step(quick)
+            except (TypeError, ValueError, NotImplementedError):  # pragma: no cover
+                break
+        if quick == 0:
+            continue
+        ok, pt, val = _vanishes_generically(quick, points, extra)
+        if ok:
+            how = "exactly at generic rational points"
+            continue
+        s = red.s
+        try:
+            shown = sp.factor(sp.cancel(quick))
+        except (TypeError, ValueError, NotImplementedError):  # pragma: no cover
+            shown = quick
+        where = f" (= {sp.N(val, 6)} at {pt})" if pt is not None else ""
+        raise ValueError(
+            f"{name}: the system is not phi-simple with this {name} (Definition 3.19): "
+            f"C^k_ij - (delta^k_i d_j {name} - delta^k_j d_i {name}) = {shown} != 0 at "
+            f"(i, j, k) = ({i}, {j}, {k}) (s^i = {s[i]}, s^j = {s[j]}, s^k = {s[k]}){where}; "
+            f"call phi_simple(system) to find phi, or to learn why there is none"
+        )
+    return how
+
+
 @dataclass
 class HamiltonisedSystem:
     """Hamiltonised Chaplygin system (Theorem 3.21 / Corollary 3.22, made explicit).
@@ -427,7 +608,9 @@ def hamiltonise(
     system : ChaplyginSystem or ReducedChaplyginSystem
     phi : sympy.Expr, optional
         If omitted, :func:`phi_simple` is called; a ``ValueError`` (with its reason) is raised
-        when the system is not phi-simple.
+        when the system is not phi-simple.  If given, it is verified with :func:`verify_phi`
+        (``C^k_ij = delta^k_i d_j phi - delta^k_j d_i phi``) and a ``ValueError`` naming the
+        failing ``(i, j, k)`` and the residual is raised when it does not hold.
     momenta : list of sympy.Symbol, optional
         Names for ``ptilde``.
     inverse : {"auto", "symbolic", "solve"}
@@ -436,6 +619,11 @@ def hamiltonise(
     Returns
     -------
     HamiltonisedSystem
+
+    Raises
+    ------
+    ValueError
+        The system is not phi-simple, or not with the given ``phi``.
     """
     red = reduced_system(system)
     simp = simplifier(simplify)
@@ -444,7 +632,9 @@ def hamiltonise(
         if not res.is_phi_simple:
             raise ValueError(f"system: cannot Hamiltonise, {res.reason}")
         phi = res.phi
-    phi = sp.sympify(phi)
+    else:
+        phi = as_expr(phi, "phi")
+        verify_phi(red, phi)
     s, K, r = red.s, red.K, red.rank
     taken = {str(x) for x in (*s, *red.params)}
     if momenta is None:

@@ -15,7 +15,7 @@ import sympy as sp
 
 from nhfast._cache import memo
 from nhfast.hamiltonised import TimeChangedSystem
-from nhfast.symbolic._util import fresh_name
+from nhfast.symbolic._util import as_expr, fresh_name, is_zero
 from nhfast.symbolic.chaplygin import HamiltonisedSystem, hamiltonise, reduced_system
 from nhfast.symbolic.systems import ChaplyginSystem, ReducedChaplyginSystem
 from nhfast.vectorfield import VectorField
@@ -33,7 +33,9 @@ def time_changed_system(system: Any, phi: Any = None) -> TimeChangedSystem:
         (which finds ``phi`` with :func:`~nhfast.symbolic.chaplygin.phi_simple` unless
         ``phi`` is given).
     phi : sympy.Expr, optional
-        ``phi(s)``; skips the phi-simplicity search (the result is then not memoised).
+        ``phi(s)``; replaces the phi-simplicity search (the result is then not memoised).  It
+        is verified (:func:`~nhfast.symbolic.chaplygin.verify_phi`): a ``ValueError`` naming the
+        failing ``(i, j, k)`` is raised unless ``C^k_ij = delta^k_i d_j phi - delta^k_j d_i phi``.
 
     Returns
     -------
@@ -44,15 +46,28 @@ def time_changed_system(system: Any, phi: Any = None) -> TimeChangedSystem:
     TypeError
         If ``system`` is of another type.
     ValueError
-        If the system is not phi-simple (the message gives the reason).
+        If the system is not phi-simple, or not with the given ``phi`` (the message gives the
+        reason), or ``phi`` is given with an already Hamiltonised system and differs from its
+        ``phi``.
     """
-    if isinstance(system, TimeChangedSystem):
-        return system
-    if not isinstance(system, (HamiltonisedSystem, ChaplyginSystem, ReducedChaplyginSystem)):
+    if not isinstance(
+        system, (TimeChangedSystem, HamiltonisedSystem, ChaplyginSystem, ReducedChaplyginSystem)
+    ):
         raise TypeError(
             "system must be a ChaplyginSystem, ReducedChaplyginSystem or HamiltonisedSystem "
             f"for the measure-preserving (Hamiltonised) method, got {type(system).__name__}"
         )
+    if phi is not None and isinstance(system, (TimeChangedSystem, HamiltonisedSystem)):
+        # the system already carries its (verified) phi; a different one would be ignored
+        own = system.hamiltonised.phi if isinstance(system, TimeChangedSystem) else system.phi
+        if not is_zero(as_expr(phi, "phi") - own):
+            raise ValueError(
+                f"phi: a {type(system).__name__} is already Hamiltonised with phi = {own}; "
+                f"pass the ChaplyginSystem to use phi = {phi}"
+            )
+        phi = None
+    if isinstance(system, TimeChangedSystem):
+        return system
     if phi is not None:
         return _build(system, phi)
     return memo(system, "time-changed system", lambda: _build(system, None))
@@ -68,6 +83,8 @@ def _build(system: Any, phi: Any) -> TimeChangedSystem:
         try:
             ham = hamiltonise(red, phi=phi, simplify=False)
         except ValueError as exc:
+            if phi is not None:  # the message of verify_phi names phi, (i, j, k), the residual
+                raise
             raise ValueError(
                 "system: the measure-preserving method needs a phi-simple Chaplygin system "
                 f"(Garcia-Naranjo and Marrero 2020, Definition 3.19): {exc}"
