@@ -24,11 +24,12 @@ def _table(owner: Any) -> dict[Hashable, Any]:
     key = id(owner)
     entry = _MEMO.get(key)
     if entry is None or entry[0]() is not owner:
-
-        def drop(ref: weakref.ref, key: int = key) -> None:
-            with _LOCK:
-                if key in _MEMO and _MEMO[key][0] is ref:
-                    del _MEMO[key]
+        # the table and lock are bound now: at interpreter exit the module's globals may be
+        # cleared (None) before the last owners go
+        def drop(ref: weakref.ref, key: int = key, table: dict = _MEMO, lock: Any = _LOCK) -> None:
+            with lock:
+                if key in table and table[key][0] is ref:
+                    del table[key]
 
         entry = _MEMO[key] = (weakref.ref(owner, drop), {})
     return entry[1]
