@@ -6,7 +6,9 @@ generated kernels on the samples (no integration: the residual of a true density
 level) and fits ``sigma`` in two stages:
 
 1. **Linear basis.**  ``sigma = sum_k c_k b_k`` over the basis (default: the monomials of degree
-   ``1..degree`` in ``variables``; or the user's SymPy functions).  Least squares
+   ``1..degree`` in ``variables`` and the logarithms ``log(P**2) = 2 log|P|`` of each variable
+   and of each polynomial factor of the right-hand side in ``variables``, which catch densities
+   such as ``1/|a|`` of ``a' = a b, b' = -a**2``; or the user's SymPy functions).  Least squares
    (``numpy.linalg.lstsq``) on ``sum_k c_k X[b_k](x_i) = -div X(x_i)``.
 2. **Log of a quadratic form.**  ``sigma = alpha log Q`` with ``Q = sum_m q_m m`` over *all*
    monomials ``m`` of degree ``0..2`` in ``variables`` -- the constant and linear ones included:
@@ -24,6 +26,13 @@ order-one residuals).  Coefficients are snapped to rationals (denominator <= ``m
 only when each is within ``1e-9`` relative of one *and* the snapped closed form still passes on
 the hold-out samples (a quarter of the samples, never used in the fit).  If ``div X`` vanishes
 on all samples the answer is the constant density.
+
+A density found is **singular** where a factor ``P`` of ``rho`` (in ``log|P|`` or in the base
+``Q`` of ``Q**alpha``) vanishes: ``rho`` vanishes or blows up on the hypersurface ``P = 0``.
+Such hypersurfaces are listed in ``DensityFit.singular`` (and in the statement) when ``P``
+changes sign on the samples, i.e. the hypersurface crosses the sampled region, or comes close
+to zero there (``min |P| < 1e-3 max |P|``: for factors not split further, such as ``Q`` with
+floating-point coefficients).
 
 Example
 -------
@@ -87,6 +96,10 @@ class DensityFit:
         Relative residual of every stage tried.
     statement : str
     basis : list of sympy.Expr
+    singular : list of sympy.Expr
+        Factors ``P`` of the density that change sign on the samples: ``rho`` vanishes
+        (positive exponent) or blows up (negative exponent) on each hypersurface ``P = 0``,
+        so the invariant measure is singular there.
     """
 
     exists: bool
@@ -101,6 +114,7 @@ class DensityFit:
     residuals: dict[str, float] = field(default_factory=dict)
     statement: str = ""
     basis: list = field(default_factory=list)
+    singular: list[sp.Expr] = field(default_factory=list)
 
     def to_check(self, name: str = "density discovery") -> Check:
         """The fit as a :class:`~nhfast.analysis.result.Check` (``holds`` = ``exists``)."""
@@ -114,6 +128,7 @@ class DensityFit:
             "snapped": self.snapped,
             "null dimension": self.null_dimension,
             "basis size": len(self.basis),
+            "singular on": ", ".join(f"{p} = 0" for p in self.singular) or "nowhere sampled",
             **{f"residual ({k})": v for k, v in self.residuals.items()},
         }
         return Check(name=name, holds=self.exists, statement=self.statement, figures=figures)
@@ -225,7 +240,8 @@ def _fit_log_quadratic(
     # best y is the smallest right singular vector of Nw - alpha Nq1 (eigenspaces may be
     # larger than one dimension, e.g. Q + lambda (|gamma|^2 - 1) on a sphere).
     with np.errstate(all="ignore"):
-        alphas = scipy.linalg.eigvals(Nq1.T @ Nw, Nq1.T @ Nq1)
+        alphas = list(scipy.linalg.eigvals(Nq1.T @ Nw, Nq1.T @ Nq1))
+        alphas += _alphas_without_integrals(Nw, Nq, Nq1)
     best = (None, np.inf, False, k)
     for alpha in alphas:
         if not np.isfinite(alpha) or abs(alpha.imag) > 1e-8 * max(1.0, abs(alpha)):
@@ -254,6 +270,29 @@ def _fit_log_quadratic(
                 )
                 best = (snapped_sigma, res, snapped, k)
     return best
+
+
+def _alphas_without_integrals(Nw: np.ndarray, Nq: np.ndarray, Nq1: np.ndarray) -> list[Any]:
+    """Exponents of the pencil ``Nw y = alpha Nq1 y`` with first integrals in the span taken out.
+
+    A first integral ``F`` among the monomials gives null vectors ``(w, q) = (F, 0)``, which
+    make the projected pencil singular (``det(A - lambda B) = 0`` for every ``lambda``; e.g.
+    ``|gamma|^2`` for the Chaplygin ball sampled off the sphere).  Restrict ``y`` to the
+    complement of ``ker Nq`` and project the equation onto the complement of ``Nw ker Nq``.
+    """
+    if Nq.shape[1] < 2:
+        return []
+    _, sq, vq = np.linalg.svd(Nq)
+    rank = int(np.sum(sq > 1e-9 * sq[0])) if sq.size and sq[0] > 0 else 0
+    if rank == 0 or rank == Nq.shape[1]:
+        return []
+    Y1, Y0 = vq[:rank].T, vq[rank:].T
+    F = Nw @ Y0
+    uf, sf, _ = np.linalg.svd(F, full_matrices=False)
+    uf = uf[:, sf > 1e-9 * max(sf[0], 1e-300)] if sf.size else uf[:, :0]
+    P = np.eye(Nw.shape[0]) - uf @ uf.T
+    A, B = P @ Nw @ Y1, P @ Nq1 @ Y1
+    return list(scipy.linalg.eigvals(B.T @ A, B.T @ B))
 
 
 def _snap_log_quadratic(
@@ -297,6 +336,7 @@ def discover_density(
     max_denominator: int = 1000,
     holdout: float = 0.25,
     seed: int = 0,
+    log_terms: bool = True,
 ) -> DensityFit:
     """Find an invariant density ``exp(sigma)`` with ``sigma`` in a function basis.
 
@@ -311,7 +351,7 @@ def discover_density(
     basis : sequence of sympy.Expr, optional
         Functions of the states (and params) for ``sigma`` (constants are dropped: they do
         not change the measure up to a factor).  Default: monomials of degree
-        ``1..degree`` in ``variables``.
+        ``1..degree`` in ``variables``, and with ``log_terms`` the ``log(P**2)`` terms.
     params : array_like, shape (n_params,) or (n_samples, n_params), optional
     variables : sequence of sympy.Symbol or "all", optional
         Coordinates of the default basis and of the quadratic form: default the shape
@@ -328,6 +368,10 @@ def discover_density(
         Fraction of samples kept out of the fit to verify the closed form.
     seed : int
         Seed of the hold-out split.
+    log_terms : bool
+        Add ``log(P**2)`` (``2 log|P|``) to the default basis for each variable ``P`` and each
+        polynomial factor ``P`` of the right-hand side in ``variables`` (a term is left out
+        if ``P`` vanishes at a sample, or if the samples are too few for it).
 
     Returns
     -------
@@ -362,6 +406,9 @@ def discover_density(
     nh = max(2, int(round(holdout * n)))
     full = _Evaluator(vf, x, par)
     ev, hold = full.subset(perm[nh:]), full.subset(perm[:nh])
+    if basis is None and log_terms:
+        room = int(n * (1 - holdout)) - 2 - len(fns)
+        fns = fns + _log_terms(full, vars_)[: max(room, 0)]
 
     div_scale = float(np.abs(full.div).max())
     if div_scale <= 1e3 * np.finfo(float).eps * (1 + np.abs(full.f).max()):
@@ -387,13 +434,24 @@ def discover_density(
             hres = _residual_of(hold, sigma)
             if hres <= tol:
                 rho = sp.powsimp(sp.exp(sigma)) if kind == "basis" else _power(sigma)
+                sing = _singular_factors(full, sigma)
+                singular = [p for p, _ in sing]
+                where = ""
+                if sing:
+                    where = "; singular: " + ", ".join(
+                        f"rho ~ |{p}|**({e}) {'blows up' if e < 0 else 'vanishes'} on {p} = 0"
+                        for p, e in sing
+                    )
                 return DensityFit(
                     True, sigma, rho, kind, res, hres, tol, snapped, nd, residuals,
                     f"found ({kind}): rho = {rho}, relative residual {res:.1e} (hold-out "
-                    f"{hres:.1e}) <= {tol:.0e}", fns,
+                    f"{hres:.1e}) <= {tol:.0e}{where}", fns, singular,
                 )  # fmt: skip
     best = min((c[2] for c in candidates), default=np.inf)
     what = f"polynomials of degree <= {degree} in {', '.join(map(str, vars_))}"
+    n_log = sum(isinstance(f, sp.log) for f in fns)
+    if basis is None and n_log:
+        what += f" plus {n_log} terms log|P| (P a variable or a factor of the right-hand side)"
     if basis is not None:
         what = f"the {len(fns)} given functions"
     if log_quadratic:
@@ -403,6 +461,75 @@ def discover_density(
         f"no invariant density exp(sigma) with sigma in {what}: smallest relative residual "
         f"{best:.2e} > {tol:.0e}", fns,
     )  # fmt: skip
+
+
+def _log_terms(ev: _Evaluator, vars_: list[sp.Symbol]) -> list[sp.Expr]:
+    """``log(P**2)`` for each variable and each polynomial factor of the right-hand side in
+    ``vars_`` (no expansion or factorisation: the factors as the expressions hold them), kept
+    only where ``P`` is nonzero at every sample and ``X[log P**2]`` is finite there."""
+    vset = set(vars_)
+    factors: list[sp.Expr] = list(vars_)
+    seen = {sp.expand(v) for v in vars_}
+    for e in ev.vf.rhs:
+        for f in sp.Mul.make_args(e):
+            base = f.base if isinstance(f, sp.Pow) else f
+            if not base.free_symbols or not base.free_symbols <= vset:
+                continue
+            if base.is_number or not base.is_polynomial(*vars_):
+                continue
+            key = sp.expand(base)
+            if key in seen or sp.expand(-base) in seen:
+                continue
+            seen.add(key)
+            factors.append(base)
+            if len(factors) >= 3 * len(vars_) + 4:
+                break
+    if not factors:
+        return []
+    vals = ev.values(factors)
+    terms = [sp.log(p**2) for p in factors]
+    with np.errstate(all="ignore"):
+        der = ev.along(terms)
+    ok = np.all(vals != 0, axis=0) & np.all(np.isfinite(der), axis=0)
+    return [t for t, k in zip(terms, ok, strict=True) if k]
+
+
+def _singular_factors(ev: _Evaluator, sigma: sp.Expr) -> list[tuple[sp.Expr, sp.Expr]]:
+    """Factors ``P`` of ``exp(sigma)`` (inside its logarithms) that change sign or vanish on
+    the samples, or come within ``1e-3`` of their largest size to zero, each with its exponent
+    ``e`` (``rho ~ |P|**e`` near ``P = 0``)."""
+    states = set(ev.vf.states)
+    expo: dict[sp.Expr, sp.Expr] = {}
+    for term in sp.Add.make_args(sigma):
+        coeff, rest = term.as_independent(*states)
+        if not isinstance(rest, sp.log):
+            continue
+        num, den = sp.fraction(sp.together(rest.args[0]))
+        for part, sign in ((num, 1), (den, -1)):
+            facs = [(part, 1)]
+            # factor only small exact polynomials (factoring floats, or many terms, can take
+            # minutes); a part left whole counts as singular when it nearly vanishes below
+            if not part.has(sp.Float) and len(sp.Add.make_args(sp.expand(part))) <= 12:
+                try:
+                    facs = sp.factor_list(part)[1]
+                except (sp.PolynomialError, sp.CoercionFailed, NotImplementedError):
+                    pass
+            for f, m in facs:
+                if not (f.free_symbols & states):
+                    continue
+                key = next((q for q in expo if sp.expand(f - q) == 0 or sp.expand(f + q) == 0), f)
+                expo[key] = expo.get(key, sp.Integer(0)) + coeff * m * sign
+    out = []
+    for p, e in expo.items():
+        if e == 0:
+            continue
+        with np.errstate(all="ignore"):
+            v = ev.values([p])[:, 0]
+        a = np.abs(v[np.isfinite(v)])
+        near_zero = a.size > 0 and a.min() < 1e-3 * a.max()
+        if np.any(v == 0) or (np.nanmin(v) < 0 < np.nanmax(v)) or near_zero:
+            out.append((p, sp.nsimplify(e) if isinstance(e, sp.Float) else e))
+    return out
 
 
 def _power(sigma: sp.Expr) -> sp.Expr:

@@ -6,10 +6,11 @@ Only the records are read, so every check renders the same way:
   timings;
 * :func:`write_json` -- ``report.json`` with every field of every check (series and samples
   included);
-* :func:`write_plots` -- one PNG per check with ``series`` (value vs time, log scale where
-  positive) and one per check with ``samples`` (histogram of the per-trajectory or per-sample
-  values); matplotlib is
-  imported lazily and drawn with the Agg canvas (no pyplot, no global backend switch);
+* :func:`write_plots` -- one PNG per check with ``series`` (:func:`series_figure`: value vs
+  time, log scale where positive, y axis labelled, the clock ``t(tau)`` of a tau-flow on its
+  own axis) and one per check with ``samples`` (:func:`histogram_figure`: one axis per sample
+  set, ``log10 |value|`` with a floor or linear); matplotlib is imported lazily and drawn with
+  the Agg canvas (no pyplot, no global backend switch);
 * :func:`write_report` -- all of the above plus ``report.md``, an index of the files.
 """
 
@@ -33,6 +34,9 @@ __all__ = [
     "write_plots",
     "write_report",
     "PlotOutcome",
+    "series_figure",
+    "histogram_figure",
+    "HIST_FLOOR",
 ]
 
 _VERDICT = {True: "PASS", False: "FAIL", None: "----"}
@@ -165,59 +169,189 @@ class PlotOutcome:
         self.skipped = skipped
 
 
-def _series_plot(
-    check: Check, path: Path, figure_cls: Any, canvas_cls: Any
-) -> tuple[Path, str] | None:
+#: Line styles and markers cycled over the curves of one axis, so that equal curves (max and
+#: median of one trajectory, say) stay distinguishable instead of hiding under each other.
+_STYLES = ("-", "--", "-.", ":")
+_MARKERS = ("o", "s", "^", "D", "v", "x", "+", "*")
+#: Floor of ``log10 |value|`` histograms: exact zeros are drawn at the floor, and the label says so.
+HIST_FLOOR = 1e-17
+_CLOCK = re.compile(r"\bt\(tau\)")  # curves of the clock t(tau) of a tau-flow
+_TAU = re.compile(r"\btau\b")
+_STAT = re.compile(r"^(max|median|mean|min|worst)\s+")
+
+
+def _new_figure(size: tuple[float, float]) -> Any:
+    """A matplotlib ``Figure`` on the Agg canvas (lazy import; no pyplot, no backend switch)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=size)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _quantity(names: Sequence[str]) -> str:
+    """A y-axis label for curves: their common quantity (``max |dE|``, ``median |dE|`` ->
+    ``|dE|``), else the names joined."""
+    bare = list(dict.fromkeys(_STAT.sub("", k) for k in names))
+    return _clip(", ".join(bare), 60)
+
+
+def _draw_curves(
+    ax: Any, t: np.ndarray, curves: dict[str, np.ndarray], logscale: bool
+) -> list[str]:
+    """Plot ``curves`` (each with a different line style and marker); return the names that
+    had nothing to draw (no finite, or on a log axis no positive, value)."""
+    empty: list[str] = []
+    k = 0
+    every = max(1, t.size // 12)
+    n = max(1, len(curves))
+    for name, v in curves.items():
+        keep = np.isfinite(v) & (v > 0) if logscale else np.isfinite(v)
+        if not np.any(keep):
+            empty.append(name)
+            continue
+        ax.plot(
+            t[keep], v[keep], label=name, linestyle=_STYLES[k % len(_STYLES)],
+            marker=_MARKERS[k % len(_MARKERS)], markersize=4,
+            markevery=((k * every) // n, every),  # staggered: equal curves show all markers
+            linewidth=1.4, alpha=0.85, zorder=3 + k,
+        )  # fmt: skip
+        k += 1
+    if logscale:
+        ax.set_yscale("log")
+    return empty
+
+
+def series_figure(check: Check) -> Any:
+    """The time-series figure of a check (``None`` when it has no series to draw).
+
+    Curves are the ``series`` other than ``"t"``; on a log axis when all values are >= 0 and
+    some > 0.  The y axis is labelled with the curves' quantity, the x axis ``t`` -- or
+    ``tau`` for a tau-flow (a curve named ``t(tau)`` or ``tau`` in the check's name), whose
+    clock ``t(tau)`` is drawn on its own linear axis below instead of on the errors' log
+    axis.  Curves without data (all NaN) are left out of the legend and named in a note.
+
+    Parameters
+    ----------
+    check : Check
+
+    Returns
+    -------
+    matplotlib.figure.Figure or None
+    """
     t = np.asarray(check.series.get("t", []), dtype=float)
     curves = {k: np.asarray(v, dtype=float) for k, v in check.series.items() if k != "t"}
     curves = {k: v for k, v in curves.items() if v.shape == t.shape and t.size > 0}
     if not curves:
         return None
-    fig = figure_cls(figsize=(6.4, 4.0))
-    canvas_cls(fig)
-    ax = fig.add_subplot()
-    finite = [v[np.isfinite(v)] for v in curves.values()]
+    clock = {k: v for k, v in curves.items() if _CLOCK.search(k)}
+    main = {k: v for k, v in curves.items() if k not in clock}
+    tau = bool(clock) or _TAU.search(check.name) is not None
+    xname = "tau" if tau else "t"
+    fig = _new_figure((6.4, 5.2 if clock and main else 4.0))
+    if clock and main:
+        ax, axc = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    else:
+        ax, axc = fig.add_subplot(), None
+        if not main:
+            main, clock = clock, {}
+    finite = [v[np.isfinite(v)] for v in main.values()]
     logscale = all(np.all(v >= 0) for v in finite) and any(np.any(v > 0) for v in finite)
-    for k, v in curves.items():
-        if logscale:  # zeros (e.g. at t = 0) cannot be shown on a log axis
-            ax.semilogy(t[v > 0], v[v > 0], label=k)
-        else:
-            ax.plot(t, v, label=k)
+    empty = _draw_curves(ax, t, main, logscale)
     threshold = check.figures.get("threshold")
     if isinstance(threshold, (int, float)) and not isinstance(threshold, bool) and logscale:
         ax.axhline(float(threshold), color="k", linestyle="--", linewidth=1, label="threshold")
-    ax.set_xlabel("t")
+    ax.set_ylabel(_quantity([k for k in main if k not in empty] or list(main)))
     ax.set_title(check.name, fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    if empty:
+        ax.text(0.01, 0.01, "no data: " + ", ".join(empty), transform=ax.transAxes,
+                fontsize=7, va="bottom")  # fmt: skip
+    if ax.get_legend_handles_labels()[1]:
+        ax.legend(fontsize=8)
+    bottom = ax
+    if axc is not None:
+        empty_c = _draw_curves(axc, t, clock, False)
+        axc.set_ylabel("t")
+        axc.grid(True, alpha=0.3)
+        if axc.get_legend_handles_labels()[1]:
+            axc.legend(fontsize=8)
+        if empty_c:
+            axc.text(0.01, 0.01, "no data: " + ", ".join(empty_c), transform=axc.transAxes,
+                     fontsize=7, va="bottom")  # fmt: skip
+        bottom = axc
+    bottom.set_xlabel(xname)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    return path, f"{check.name}: {', '.join(curves)} vs t"
+    return fig
 
 
-def _histogram(
-    check: Check, path: Path, figure_cls: Any, canvas_cls: Any
-) -> tuple[Path, str] | None:
+def _log_histogram(v: np.ndarray) -> bool:
+    """Whether ``|v|`` is better shown as ``log10``: it spans more than two decades, or is tiny
+    (so that a linear axis would put it all in a bin at 0)."""
+    nz = np.abs(v[v != 0])
+    return bool(nz.size > 0 and (nz.max() > 100 * nz.min() or nz.max() < 1e-6))
+
+
+def histogram_figure(check: Check) -> Any:
+    """The histogram figure of a check's ``samples`` (``None`` when there are none).
+
+    One axis per sample set, so that no axis mixes ``log10`` and linear values: a set that
+    spans more than two decades or is tiny is drawn as ``log10 max(|v|, HIST_FLOOR)``
+    (labelled so, with the count at the floor), any other set linearly.
+
+    Parameters
+    ----------
+    check : Check
+
+    Returns
+    -------
+    matplotlib.figure.Figure or None
+    """
     samples = {k: np.asarray(v, dtype=float) for k, v in check.samples.items()}
     samples = {k: v[np.isfinite(v)] for k, v in samples.items()}
     samples = {k: v for k, v in samples.items() if v.size > 0}
     if not samples:
         return None
-    fig = figure_cls(figsize=(6.4, 4.0))
-    canvas_cls(fig)
-    ax = fig.add_subplot()
-    for k, v in samples.items():
-        if np.all(v > 0) and v.max() > 10 * v.min():
-            ax.hist(np.log10(v), bins="auto", alpha=0.6, label=f"log10 {k}")
+    n = len(samples)
+    fig = _new_figure((6.4, 1.0 + 2.6 * n))
+    axes = fig.subplots(n, 1, squeeze=False)[:, 0]
+    for ax, (k, v) in zip(axes, samples.items(), strict=True):
+        if _log_histogram(v):
+            a = np.abs(v)
+            floor = min(HIST_FLOOR, float(a[a > 0].min()))
+            at_floor = int(np.sum(a < floor))
+            ax.hist(np.log10(np.maximum(a, floor)), bins="auto", alpha=0.8)
+            shown = k if np.all(v >= 0) else f"|{k}|"
+            label = f"log10 max({shown}, {floor:.0e})"
+            if at_floor:
+                label += f" ({at_floor} zero(s) at the floor)"
         else:
-            ax.hist(v, bins="auto", alpha=0.6, label=k)
-    ax.set_ylabel("count")
-    ax.set_xlabel("value per trajectory or sample point (log10 where marked)")
-    ax.set_title(check.name, fontsize=10)
-    ax.legend(fontsize=8)
+            ax.hist(v, bins="auto", alpha=0.8)
+            label = k
+        ax.set_xlabel(_clip(label, 80))
+        ax.set_ylabel("count")
+    axes[0].set_title(check.name, fontsize=10)
     fig.tight_layout()
+    return fig
+
+
+def _series_plot(check: Check, path: Path) -> tuple[Path, str] | None:
+    fig = series_figure(check)
+    if fig is None:
+        return None
     fig.savefig(path, dpi=100)
-    return path, f"{check.name}: histogram of {', '.join(samples)}"
+    names = [k for k in check.series if k != "t"]
+    x = "tau" if fig.axes[-1].get_xlabel() == "tau" else "t"
+    return path, f"{check.name}: {', '.join(names)} vs {x}"
+
+
+def _histogram(check: Check, path: Path) -> tuple[Path, str] | None:
+    fig = histogram_figure(check)
+    if fig is None:
+        return None
+    fig.savefig(path, dpi=100)
+    return path, f"{check.name}: histogram of {', '.join(check.samples)}"
 
 
 def write_plots(report: Report, directory: str | Path) -> PlotOutcome:
@@ -235,8 +369,8 @@ def write_plots(report: Report, directory: str | Path) -> PlotOutcome:
         The files written; ``skipped`` says why there are none when matplotlib is missing.
     """
     try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
+        import matplotlib.backends.backend_agg  # noqa: F401
+        import matplotlib.figure  # noqa: F401
     except ImportError as exc:
         return PlotOutcome([], f"plots skipped: matplotlib is not available ({exc})")
     directory = Path(directory)
@@ -244,7 +378,7 @@ def write_plots(report: Report, directory: str | Path) -> PlotOutcome:
     for i, check in enumerate(report.checks, start=1):
         stem = f"{i:02d}_{_slug(check.name)}"
         for suffix, draw in (("series", _series_plot), ("hist", _histogram)):
-            made = draw(check, directory / f"{stem}_{suffix}.png", Figure, FigureCanvasAgg)
+            made = draw(check, directory / f"{stem}_{suffix}.png")
             if made is not None:
                 files.append(made)
     return PlotOutcome(files)

@@ -327,7 +327,7 @@ def almost_poisson_equations(
     C = _fr.coefficients_from_pairings(
         K, system.bracket_pairings(simplify=simplify), simplify=simplify
     )
-    return reduced_almost_poisson(
+    eq = reduced_almost_poisson(
         system.q,
         system.frame,
         K,
@@ -338,6 +338,15 @@ def almost_poisson_equations(
         inverse=inverse,
         simplify=simplify,
     )
+    eq.domain = _frame_domain(system)
+    return eq
+
+
+def _frame_domain(system: Any) -> dict:
+    """The domain of a system's frame: for a ``ChaplyginSystem`` the frame is made of the
+    horizontal lifts, singular where the splitting determinant vanishes (``chart_domain``)."""
+    chart_domain = getattr(system, "chart_domain", None)
+    return dict(chart_domain()) if callable(chart_domain) else {}
 
 
 def hamel_equations(
@@ -427,6 +436,7 @@ def hamel_equations(
         constraints=None,
         solves=solves,
         kind="hamel",
+        domain=_frame_domain(system),
     )
 
 

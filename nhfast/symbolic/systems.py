@@ -463,6 +463,10 @@ class ChaplyginSystem(NonholonomicSystem):
                     "the system is not G-invariant in these coordinates, or pass at={...}"
                 )
         c = _fr.coefficients_from_pairings(k, b, simplify=simp)
+        extra: dict[str, Any] = {"hor": self.frame}
+        domain = self.chart_domain(at)
+        if domain:
+            extra["domain"] = domain
         return ReducedChaplyginSystem(
             s=self.shape,
             K=k,
@@ -470,5 +474,35 @@ class ChaplyginSystem(NonholonomicSystem):
             potential=self.potential,
             params=self.params,
             name=type(self).__name__,
-            extra={"hor": self.frame},
+            extra=extra,
         )
+
+    def chart_domain(self, at: Mapping[sp.Symbol, Any] | None = None) -> dict[str, sp.Expr]:
+        """Where the adapted coordinates hold, as a ``domain`` for the reduced equations.
+
+        The splitting ``T_qQ = D (+) g.q`` fails where ``det W_g`` (``splitting_determinant``)
+        vanishes, e.g. at ``sin(theta) = 0`` for the Chaplygin sleigh with ``G`` =
+        x-translations; there ``K`` and ``C`` blow up.  The condition is ``det(W_g)**2 > 0``
+        (labelled with the determinant), a function of the shape coordinates and params;
+        ``integrate`` rejects initial states on the singular locus, naming it.
+
+        Parameters
+        ----------
+        at : dict, optional
+            As for :meth:`reduce` (substituted into the determinant).
+
+        Returns
+        -------
+        dict
+            ``{label: det(W_g)**2}``, or empty when the determinant is unknown (``dim G > 3``),
+            does not depend on the shape coordinates (no singular locus in the chart), or
+            still depends on group coordinates (no condition on the reduced space).
+        """
+        det = self.splitting_determinant
+        if det is None:
+            return {}
+        det = sp.sympify(det).subs(dict(at or {}))
+        free = det.free_symbols
+        if not (free & set(self.shape)) or not free <= set(self.shape) | set(self.params):
+            return {}
+        return {f"Chaplygin chart: splitting det W_g = {det} != 0": det**2}

@@ -1,4 +1,5 @@
-"""The example catalogue: wheeled systems, particles, the sleigh, Heisenberg, Suslov, Veselova.
+"""The example catalogue: wheeled systems, particles, the sleigh, the Chaplygin ball, Heisenberg,
+Suslov, Veselova.
 
 The system classes are defined in :mod:`nhfast.symbolic` and re-exported here.
 """
@@ -6,6 +7,8 @@ The system classes are defined in :mod:`nhfast.symbolic` and re-exported here.
 from nhfast.symbolic.liegroup import LieGroupSystem
 from nhfast.symbolic.systems import ChaplyginSystem, NonholonomicSystem, ReducedChaplyginSystem
 from nhfast.systems.examples import (
+    chaplygin_ball,
+    chaplygin_ball_density,
     chaplygin_sleigh,
     holonomic_particle,
     nonholonomic_particle,
@@ -36,6 +39,8 @@ __all__ = [
     "nonholonomic_particle",
     "holonomic_particle",
     "chaplygin_sleigh",
+    "chaplygin_ball",
+    "chaplygin_ball_density",
     "veselova",
     "veselova_left_trivialised",
     "veselova_coordinates",

@@ -13,6 +13,10 @@ splitting holds where ``sin(theta) != 0``, shape ``(y, theta)``.  Then
 sin^2 theta) dy ^ dtheta != 0`` for ``b != 0``: no basic invariant measure and not phi-simple
 (``r = 2``, García-Naranjo & Marrero 2020, Cor. 3.25); for ``b = 0``,
 ``Theta = d ln(sin theta)`` is exact.
+
+Chaplygin ball (Chaplygin 1903; Borisov & Mamaev 2001, 2002): a dynamically asymmetric ball
+with its centre of mass at the geometric centre, rolling without slipping on a plane, written
+in the body frame as a vector field on ``(M, gamma)`` (:func:`chaplygin_ball`).
 """
 
 from __future__ import annotations
@@ -23,12 +27,15 @@ import sympy as sp
 
 from nhfast.symbolic.systems import ChaplyginSystem, NonholonomicSystem
 from nhfast.systems._common import Potential, potential_expr, with_frame
+from nhfast.vectorfield import VectorField
 
 __all__ = [
     "vertical_rolling_disk",
     "nonholonomic_particle",
     "holonomic_particle",
     "chaplygin_sleigh",
+    "chaplygin_ball",
+    "chaplygin_ball_density",
 ]
 
 
@@ -172,3 +179,73 @@ def chaplygin_sleigh(
     if blade_frame:
         with_frame(system, sp.Matrix([[sp.cos(th), 0], [sp.sin(th), 0], [0, 1]]))
     return system
+
+
+def chaplygin_ball() -> VectorField:
+    """Chaplygin's rolling ball in the body frame, states ``(M1, M2, M3, gamma1, gamma2, gamma3)``.
+
+    A ball of radius ``a`` and mass ``m`` whose centre of mass is its geometric centre, with
+    principal moments ``I1, I2, I3`` about it, rolls without slipping on a horizontal plane
+    (S. A. Chaplygin, "On a ball's rolling on a horizontal plane", Mat. Sbornik 24 (1903);
+    A. V. Borisov and I. S. Mamaev, "Chaplygin's ball rolling problem is Hamiltonian", Math.
+    Notes 70 (2001) 720-723, and "Rolling of a rigid body on plane and sphere. Hierarchy of
+    dynamics", Regul. Chaotic Dyn. 7 (2002) 177-200).  ``gamma`` is the unit normal of the
+    plane and ``M`` the angular momentum about the contact point, both in the body frame::
+
+        M = I omega + m a^2 gamma x (omega x gamma),   M' = M x omega,   gamma' = gamma x omega.
+
+    With ``d = m a^2`` and ``|gamma| = 1``, ``M = (I + d) omega - d <gamma, omega> gamma``, so
+    (``D = I + d``, diagonal)::
+
+        omega = D^-1 M + d k D^-1 gamma,   k = <gamma, omega> = <gamma, D^-1 M> / g,
+        g = 1 - d <gamma, D^-1 gamma>.
+
+    This form (``|gamma|^2`` replaced by 1 in ``gamma x (omega x gamma)``) is used on all of
+    ``R^6``; the sphere ``|gamma| = 1`` is invariant.  The invariant density is
+    ``rho = g^(-1/2) = (1 - m a^2 <gamma, (I + m a^2)^-1 gamma>)^(-1/2)`` (Chaplygin 1903;
+    Borisov-Mamaev), with respect to ``dM dgamma`` (:func:`chaplygin_ball_density`); it is
+    invariant on all of ``R^6`` for this form, since ``div(rho X) = 0`` identically.
+
+    Returns
+    -------
+    VectorField
+        Parameters ``(I1, I2, I3, m, a)``; observables ``energy`` (``<M, omega> / 2``),
+        ``M_gamma`` (``<M, gamma>``), ``gamma2`` (``<gamma, gamma>``) and ``M2``
+        (``<M, M>``), all first integrals on ``|gamma| = 1``; domain ``g > 0`` (where
+        ``omega`` is defined; it holds on ``|gamma| = 1``).
+    """
+    M = sp.Matrix(sp.symbols("M1:4", real=True))
+    g = sp.Matrix(sp.symbols("gamma1:4", real=True))
+    I1, I2, I3, m, a = sp.symbols("I1 I2 I3 m a", positive=True)
+    d = m * a**2
+    Dinv = sp.diag(*[1 / (Ii + d) for Ii in (I1, I2, I3)])
+    gfac = 1 - d * (g.T * Dinv * g)[0]
+    k = (g.T * Dinv * M)[0] / gfac
+    omega = Dinv * M + d * k * Dinv * g
+    rhs = [*M.cross(omega), *g.cross(omega)]
+    return VectorField(
+        states=[*M, *g],
+        rhs=rhs,
+        params=[I1, I2, I3, m, a],
+        observables={
+            "energy": (M.T * omega)[0] / 2,
+            "M_gamma": (M.T * g)[0],
+            "gamma2": (g.T * g)[0],
+            "M2": (M.T * M)[0],
+        },
+        name="Chaplygin ball",
+        domain={"Chaplygin ball: 1 - m a^2 <gamma, (I + m a^2)^-1 gamma>": gfac},
+    )
+
+
+def chaplygin_ball_density(vf: VectorField | None = None) -> sp.Expr:
+    """The invariant density ``(1 - m a^2 <gamma, (I + m a^2)^-1 gamma>)^(-1/2)`` of
+    :func:`chaplygin_ball` (Chaplygin 1903; Borisov and Mamaev 2001), in the symbols of ``vf``
+    (default: a new :func:`chaplygin_ball`)."""
+    vf = chaplygin_ball() if vf is None else vf
+    g = vf.states[3:]
+    I1, I2, I3, m, a = vf.params
+    d = m * a**2
+    return (1 - d * sum(gi**2 / (Ii + d) for gi, Ii in zip(g, (I1, I2, I3), strict=True))) ** (
+        sp.Rational(-1, 2)
+    )

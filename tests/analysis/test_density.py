@@ -18,6 +18,7 @@ from nhfast.systems import (
     veselova,
 )
 from nhfast.systems.veselova_body import veselova_embedded
+from nhfast.vectorfield import VectorField
 
 
 def _c_chart(s: list, a: np.ndarray) -> sp.Expr:
@@ -95,6 +96,7 @@ def test_sleigh_has_no_density_in_the_basis():
     assert fit.density is None
     assert fit.residual > 1e-3  # far above the tolerance, not a borderline case
     assert "no invariant density" in fit.statement
+    assert "terms log|P|" in fit.statement  # the default basis says what it tried
     chk = fit.to_check()
     assert chk.holds is False and chk.figures["residual"] == fit.residual
 
@@ -137,7 +139,10 @@ def test_particle_a_zero_basic_density():
     vf = as_vector_field(nonholonomic_particle(a=0, potential=xs**2 + sp.cos(y)))
     x = sample_box(vf, 200, -1, 1, seed=5)
     fit = discover_density(vf, x)
-    assert fit.exists and fit.kind == "log-quadratic"
+    # found as alpha log Q, or (since the default basis has log(P**2) for the factor
+    # P = 1 + y^2 of the right-hand side) as -log(P**2)/4: the same density either way
+    assert fit.exists and fit.kind in ("log-quadratic", "basis")
+    assert fit.singular == []
     y_ = vf.states[1]
     assert sp.simplify(fit.density - (1 + y_**2) ** sp.Rational(-1, 2)) == 0
 
@@ -186,3 +191,57 @@ def test_bad_input():
     with pytest.raises(ValueError, match="samples must have shape"):
         discover_density(vf, x[:, :2], params=a)
     assert isinstance(discover_density(vf, x, params=a, log_quadratic=False), DensityFit)
+
+
+def _div_rho_x(states: list, rhs: list, rho: sp.Expr) -> sp.Expr:
+    """div(rho X), simplified: zero iff rho is an invariant density (independent of the fit)."""
+    return sp.simplify(sum(sp.diff(rho * f, s) for f, s in zip(rhs, states, strict=True)))
+
+
+def test_log_abs_density_found_by_default_and_reported_singular():
+    """a' = a b, b' = -a^2 (issue 11): rho = 1/|a| with the default basis, singular on a = 0."""
+    a, b = sp.symbols("a b", real=True)
+    vf = VectorField([a, b], [a * b, -(a**2)], name="ab")
+    x = np.random.default_rng(1).uniform(-1, 1, (200, 2))
+    fit = discover_density(vf, x)
+    assert fit.exists and fit.kind == "basis" and fit.snapped, fit.statement
+    assert sp.expand(fit.sigma + sp.log(a**2) / 2) == 0
+    assert sp.simplify(fit.density - 1 / sp.Abs(a)) == 0
+    assert _div_rho_x([a, b], vf.rhs, 1 / a) == 0  # independent: div(X / a) = 0 for a != 0
+    assert fit.singular == [a]
+    assert "blows up on a = 0" in fit.statement
+    assert fit.to_check().figures["singular on"] == "a = 0"
+    # without the log terms the polynomial basis misses it (the issue's residual 0.67)
+    fit0 = discover_density(vf, x, log_terms=False, log_quadratic=False)
+    assert not fit0.exists and fit0.residual > 0.1
+    # a sample on a = 0 drops log(a^2) from the basis instead of producing NaN
+    x0 = x.copy()
+    x0[0, 0] = 0.0
+    fit1 = discover_density(vf, x0, log_quadratic=False)
+    assert all(f != sp.log(a**2) for f in fit1.basis)
+    assert np.isfinite(fit1.residual)
+
+
+def test_log_abs_of_rhs_factor():
+    """X = P * (Hamiltonian field of x^2 + y^2) with P = 1 + x - y^2: rho = 1/|P| is found from
+    the factor P of the right-hand side and reported singular on P = 0 (it crosses the box);
+    a positive factor 2 + x^2 + y^2 gives a density that is nowhere singular."""
+    x_, y_ = sp.symbols("x y", real=True)
+    for P, crosses in ((1 + x_ - y_**2, True), (2 + x_**2 + y_**2 + x_ * y_, False)):
+        rhs = [P * y_, -P * x_]
+        vf = VectorField([x_, y_], rhs, name="P-scaled rotation")
+        x = np.random.default_rng(2).uniform(-1, 1, (150, 2))
+        fit = discover_density(vf, x, variables="all", log_quadratic=False)
+        assert fit.exists, fit.statement
+        assert _div_rho_x([x_, y_], rhs, 1 / P) == 0
+        ratio = sp.simplify(fit.density * P)
+        assert (
+            ratio.free_symbols == set()
+            or sp.simplify(ratio**2 - 1) == 0
+            or (sp.simplify(sp.Abs(P) * fit.density) == 1)
+        )
+        if crosses:
+            assert len(fit.singular) == 1 and sp.expand(fit.singular[0] ** 2 - P**2) == 0
+            assert "blows up" in fit.statement
+        else:
+            assert fit.singular == [] and "singular" not in fit.statement

@@ -159,3 +159,84 @@ def test_rewriting_a_report_removes_stale_plots_only(tmp_path):
     rep.checks = rep.checks[2:]  # no series, no samples: no plots
     write_report(rep, tmp_path)
     assert [p.name for p in tmp_path.glob("*.png")] == ["mine.png"]
+
+
+# ------------------------------------------------------------------------------------------
+# plot contents (axes, labels, legends, scales): read from the figures, not from pixels
+# ------------------------------------------------------------------------------------------
+
+
+def _tau_check() -> Check:
+    tau = np.linspace(0.0, 2.0, 11)
+    err = np.full_like(tau, 1e-16)
+    err[0] = 0.0
+    return Check(
+        "Htilde conserved along the tau-flow (gauss6, h = 0.01)",
+        True,
+        "ok",
+        {"threshold": 1e-11},
+        {"t": tau, "max |dHtilde|": err, "median |dHtilde|": err.copy(), "mean t(tau)": 3 * tau},
+        {"max |dHtilde| per trajectory": np.array([0.0, 1e-16, 3e-16, 2e-13])},
+    )
+
+
+def test_series_plots_label_both_axes_and_tau_flows_put_the_clock_apart():
+    from nhfast.analysis.report import series_figure
+
+    fig = series_figure(_report().checks[0])
+    (ax,) = fig.axes
+    assert ax.get_xlabel() == "t" and ax.get_ylabel() == "|dE|/|E0|"
+    assert ax.get_yscale() == "log"
+    fig = series_figure(_tau_check())
+    ax, clock = fig.axes
+    assert clock.get_xlabel() == "tau" and ax.get_ylabel() == "|dHtilde|"
+    assert clock.get_ylabel() == "t" and clock.get_yscale() == "linear"
+    assert ax.get_yscale() == "log"
+    labels = ax.get_legend_handles_labels()[1]
+    assert "mean t(tau)" not in labels and "mean t(tau)" in clock.get_legend_handles_labels()[1]
+    # equal curves (max = median) stay distinguishable: different line styles and markers
+    lines = [ln for ln in ax.get_lines() if ln.get_label() in ("max |dHtilde|", "median |dHtilde|")]
+    assert len(lines) == 2
+    assert lines[0].get_linestyle() != lines[1].get_linestyle()
+    assert lines[0].get_marker() != lines[1].get_marker()
+    # a tau-flow without a clock curve still labels its axis tau
+    c = _tau_check()
+    del c.series["mean t(tau)"]
+    assert series_figure(c).axes[-1].get_xlabel() == "tau"
+
+
+def test_legend_lists_no_curve_without_data():
+    from nhfast.analysis.report import series_figure
+
+    t = np.linspace(0, 1, 5)
+    c = Check("x", True, "", {}, {"t": t, "max |e|": 1e-12 * (1 + t), "median |e|": t * np.nan})
+    (ax,) = series_figure(c).axes
+    assert ax.get_legend_handles_labels()[1] == ["max |e|"]
+    assert [ln.get_label() for ln in ax.get_lines()] == ["max |e|"]
+    assert any("no data: median |e|" in txt.get_text() for txt in ax.texts)
+
+
+def test_histograms_never_mix_log_and_linear_on_one_axis():
+    """The measure check's samples: a signed final defect (tiny) and max |defect| per
+    trajectory: each on its own axis, tiny values as log10 with a floor (not a bin at 0)."""
+    from nhfast.analysis.report import HIST_FLOOR, histogram_figure
+
+    rng = np.random.default_rng(0)
+    tiny = rng.normal(size=50) * 1e-13
+    c = Check("m", True, "", {}, {}, {"final defect": tiny, "ratio": rng.uniform(1, 2, 30)})
+    fig = histogram_figure(c)
+    assert len(fig.axes) == 2
+    ax_log, ax_lin = fig.axes
+    assert ax_log.get_xlabel() == f"log10 max(|final defect|, {HIST_FLOOR:.0e})"
+    lo, hi = ax_log.get_xlim()
+    assert -16 < lo and hi < -11  # log10 of 1e-13-sized values, not collapsed at 0
+    assert (
+        ax_lin.get_xlabel() == "ratio" and 0.9 < ax_lin.get_xlim()[0] < ax_lin.get_xlim()[1] < 2.1
+    )
+    assert all(ax.get_ylabel() == "count" for ax in fig.axes)
+    # exact zeros go to the floor and the label says how many
+    fig = histogram_figure(_tau_check())
+    label = fig.axes[0].get_xlabel()  # nonnegative values: no extra |.|
+    assert label.startswith(f"log10 max(max |dHtilde| per trajectory, {HIST_FLOOR:.0e})")
+    assert "(1 zero(s) at the floor)" in label
+    assert fig.axes[0].get_xlim()[0] < np.log10(HIST_FLOOR) + 0.5

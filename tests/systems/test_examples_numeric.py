@@ -443,15 +443,44 @@ def test_veselova_non_positive_inertia() -> None:
         nh.integrate(vf, x0, [0.0, 1.0], params=[1.0, -1.0, 2.0, 1.0, 1.0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=IntegrationError,
-    reason="library gap (reported): the sleigh's Chaplygin chart sin(theta) != 0 has no domain",
-)
 def test_sleigh_chaplygin_chart_singular_point() -> None:
-    vf = chaplygin_equations(chaplygin_sleigh()).as_vector_field()
-    with pytest.raises(ValueError, match="sin"):
+    """The sleigh's chart (G = x-translations) splits T_qQ = D + g.q only where
+    det W_g = -sin(theta) != 0: a state on the locus is rejected at integrate time, naming the
+    condition; a state off it integrates, and K blows up as theta -> 0 (independent check that
+    the locus is the right one: K_yy = m / sin^2 theta)."""
+    sleigh = chaplygin_sleigh()
+    th = sleigh.shape[1]
+    assert sp.simplify(sleigh.splitting_determinant**2 - sp.sin(th) ** 2) == 0
+    vf = chaplygin_equations(sleigh).as_vector_field()
+    # (theta = pi in floating point has sin = 1.2e-16 != 0: the domain is the exact locus)
+    with pytest.raises(ValueError, match=r"splitting det W_g = -sin\(theta\) != 0"):
         nh.integrate(vf, [0.0, 0.0, 1.0, 1.0], [0.0, 1.0], params=[1.0, 1.0, 1.0])
+    # one bad row in a batch is named by its index
+    x0 = [[0.3, 1.0, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0]]
+    with pytest.raises(ValueError, match="fails at row 1"):
+        nh.integrate(vf, x0, [0.0, 1.0], params=[1.0, 1.0, 1.0])
+    res = nh.integrate(vf, [0.0, 1.0, 1.0, 1.0], [0.0, 0.1], params=[1.0, 1.0, 1.0])
+    assert np.all(res.status == 0)
+    K = sleigh.reduce().K
+    m = sleigh.params[0]
+    assert sp.simplify(K[0, 0] - m / sp.sin(th) ** 2) == 0
+    assert vf.domain and all(e.free_symbols <= {th} for e in vf.domain.values())
+
+
+@pytest.mark.parametrize("form", ["ap", "hamel"])
+def test_sleigh_chaplygin_frame_domain_unreduced(form: str) -> None:
+    """The unreduced forms of the sleigh as a ChaplyginSystem use its horizontal lifts as the
+    frame of D, (1/tan(theta), 1, 0) and (-b/sin(theta), 0, 1): singular at sin(theta) = 0 too,
+    so they carry the same domain; a plain NonholonomicSystem with the blade frame does not."""
+    sleigh = chaplygin_sleigh()
+    x, y, th = sleigh.q
+    assert sleigh.frame.subs(th, 0).has(sp.zoo)  # the frame itself blows up there
+    build = almost_poisson_equations if form == "ap" else hamel_equations
+    vf = build(sleigh).as_vector_field()
+    with pytest.raises(ValueError, match=r"splitting det W_g = -sin\(theta\) != 0"):
+        nh.integrate(vf, [0.0, 0.0, 0.0, 1.0, 1.0], [0.0, 0.1], params=[1.0, 1.0, 1.0])
+    blade = build(chaplygin_sleigh(as_chaplygin=False, blade_frame=True)).as_vector_field()
+    assert not blade.domain
 
 
 def test_evaluate_outside_the_chart() -> None:
