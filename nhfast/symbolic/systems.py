@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
+from sympy.core.function import AppliedUndef
 
 from nhfast.symbolic import frames as _fr
 from nhfast.symbolic._util import (
@@ -94,8 +95,10 @@ def _check_positive(g: sp.Matrix, declared: list[sp.Symbol], name: str) -> None:
     for seed in range(3):
         pt = generic_point(declared, seed=seed)
         m = g.subs(pt)
-        if m.free_symbols:
-            return  # symbols we cannot place (undeclared ones were rejected before)
+        if m.free_symbols or m.atoms(AppliedUndef):
+            # symbols we cannot place (undeclared ones were rejected before), or undefined
+            # functions such as F(q1) whose values are unknown: nothing to check numerically
+            return
         arr = np.array(m.evalf(30).tolist(), dtype=float)
         eig = np.linalg.eigvalsh(arr)
         scale = max(1.0, float(np.abs(eig).max()))

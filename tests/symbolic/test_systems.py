@@ -167,3 +167,13 @@ def test_package_exports_are_the_functions() -> None:
     for name in systems.__all__:
         assert not isinstance(getattr(systems, name), type(systems)), name
     assert callable(systems.veselova) and systems.veselova(3).rank == 2
+
+
+def test_metric_with_undefined_functions_is_accepted():
+    """A metric such as diag(1, F(q1), 1) (seed 001 Sec. 7.1 class) is taken as given: its
+    positivity cannot be checked at points, so no raw TypeError from a float conversion."""
+    q1, q2, q3 = sp.symbols("q1 q2 q3")
+    F = sp.Function("F")(q1)
+    S = NonholonomicSystem([q1, q2, q3], sp.diag(1, F, 1), constraints=sp.Matrix([[0, -q1, 1]]))
+    assert S.rank == 2
+    assert S.metric[1, 1] == F
