@@ -66,7 +66,12 @@ _HAMILTONISED_OPTIONS = (
 @functools.wraps(_integrate.integrate)
 def integrate(*args: Any, **kwargs: Any) -> IntegrationResult:
     # ``nhfast.integrate.integrate`` for a VectorField; a Chaplygin system with a
-    # ``hamiltonised-*`` method goes to integrate_hamiltonised (rtol, atol, hmax do not apply)
+    # ``hamiltonised-*`` method goes to integrate_hamiltonised (rtol, atol, hmax do not apply);
+    # with ``client=`` (a dask.distributed Client) the batch runs in chunks on the cluster
+    if kwargs.get("client") is not None:
+        from nhfast.distributed import integrate_ensemble
+
+        return integrate_ensemble(*args, **kwargs)
     given = inspect.signature(_integrate.integrate).bind(*args, **kwargs).arguments
     method = given.get("method")
     if isinstance(method, str) and method in HAMILTONISED:

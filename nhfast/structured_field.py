@@ -17,7 +17,7 @@ import sympy as sp
 from nhfast._cache import memo
 from nhfast._kernels import CompiledSystem, c_source, compile_kernels
 from nhfast.codegen import IndexedProgram, KernelSet
-from nhfast.vectorfield import VectorField, input_check
+from nhfast.vectorfield import VectorField, input_check, load_shipped, shipped_kernels
 
 __all__ = ["StructuredVectorField"]
 
@@ -190,6 +190,27 @@ class StructuredVectorField(VectorField):
                 f"companions {sorted(missing)} are not generated for {self.name!r}; "
                 f"available: {self.families}"
             )
-        return memo(
-            self, "kernels", lambda: compile_kernels(self.program, self.name, input_check(self))
-        )
+        built: dict[frozenset, CompiledSystem] = memo(self, "kernels", dict)
+        every = frozenset(self.program.outputs)
+        if every in built:
+            return built[every]
+        shipped = shipped_kernels(self).get(every)
+        if shipped is not None:
+            cs = load_shipped(self, every, *shipped)
+            if cs is not None:
+                return built.setdefault(every, cs)
+        cs = compile_kernels(self.program, self.name, input_check(self))
+        return built.setdefault(every, cs)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The program, name and domain, and the C source and metadata of the kernels when
+        they were compiled (see :meth:`nhfast.vectorfield.VectorField.__getstate__`); not the
+        unrolled SymPy expressions, which are rebuilt on demand."""
+        state = super().__getstate__()
+        state["_rhs"] = None
+        state["observables"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self.observables = _LazyObservables(self.program)

@@ -12,9 +12,10 @@ import sympy as sp
 from sympy.core.function import AppliedUndef
 
 from nhfast._cache import memo
-from nhfast._kernels import CompiledSystem, InputCheck, compile_kernels
+from nhfast._kernels import CompiledSystem, InputCheck, compile_kernels, load_compiled
 from nhfast.codegen import DerivSpec, KernelSet, SolveSpec
 from nhfast.codegen.numpy_backend import numpy_rows
+from nhfast.errors import CompilationError
 
 #: Kernel families a compiled system may carry besides the vector field itself.
 COMPANIONS = ("jacobian", "divergence", "observables", "dHdq", "dHdp")
@@ -573,8 +574,29 @@ class VectorField:
         for have, cs in list(built.items()):
             if wanted <= have:
                 return cs
+        for have, (source, meta) in list(shipped_kernels(self).items()):
+            if wanted <= have:
+                cs = load_shipped(self, have, source, meta)
+                if cs is not None:
+                    return built.setdefault(have, cs)
         cs = compile_kernels(self.kernel_set(sorted(wanted)), self.name, input_check(self))
         return built.setdefault(wanted, cs)
+
+    # ---------------------------------------------------------------- pickling ----
+    def __getstate__(self) -> dict[str, Any]:
+        """The symbolic description and, for every kernel set compiled so far, its C source
+        and metadata (see :func:`kernels_to_ship`): a worker that unpickles the field loads
+        or compiles that source on first use instead of generating it again."""
+        state = dict(self.__dict__)
+        state["_shipped_kernels"] = kernels_to_ship(self, memo(self, "kernels", dict))
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        shipped = state.pop("_shipped_kernels", {})
+        self.__dict__.update(state)
+        if shipped:
+            memo(self, "shipped", dict).update(shipped)
 
     def evaluate(self, kind: str, x, t=0.0, params=None) -> np.ndarray:
         """Evaluate a kernel family (``"rhs"``, ``"jacobian"``, ...) at states ``x``.
@@ -584,6 +606,45 @@ class VectorField:
         """
         fams = () if kind == "rhs" else (kind,)
         return self.compile(fams).evaluate(kind, x, t=t, params=params)
+
+
+#: Kernel sets as they travel with a pickled field: companions -> (C source, metadata).
+Shipped = dict[frozenset, tuple[str, dict[str, Any]]]
+
+
+def kernels_to_ship(owner: Any, built: Mapping[frozenset, CompiledSystem]) -> Shipped:
+    """C source and metadata of the compiled kernel sets ``built`` of ``owner`` (those of
+    the C backend; NumPy kernels are rebuilt from the symbolic description), with the sets
+    ``owner`` itself received when it was unpickled and has not loaded yet."""
+    out: Shipped = dict(memo(owner, "shipped", dict))
+    for have, cs in built.items():
+        if cs.backend == "c" and cs.source is not None:
+            out[have] = (cs.source, cs.meta())
+    return out
+
+
+def shipped_kernels(owner: Any) -> Shipped:
+    """The kernel sets ``owner`` received with its pickle (see :func:`kernels_to_ship`)."""
+    return memo(owner, "shipped", dict)
+
+
+def load_shipped(
+    owner: VectorField, have: frozenset, source: str, meta: dict[str, Any]
+) -> CompiledSystem | None:
+    """Load (from this process's kernel cache) or compile a shipped kernel set of ``owner``.
+
+    Returns None, and forgets the shipped set, when it cannot be used here (no C compiler,
+    another ABI): the caller then generates the kernels from the symbolic description, which
+    gives the NumPy backend with a ``BackendWarning`` when there is no compiler.
+    """
+    try:
+        cs = load_compiled(source, meta)
+    except CompilationError:
+        shipped_kernels(owner).pop(have, None)
+        return None
+    cs.check = input_check(owner)
+    shipped_kernels(owner).pop(have, None)
+    return cs
 
 
 def input_check(vf: VectorField) -> InputCheck:

@@ -1,7 +1,8 @@
 """What ``nhfast run`` and ``nhfast check`` do: build an example, integrate, check, report.
 
 :func:`run_example` builds a catalogue example, integrates a batch of trajectories in blocks
-with a progress bar (:func:`integrate_in_chunks`), runs the checks of
+with a progress bar (:func:`integrate_in_chunks`; on a Dask cluster with ``client=``, through
+:func:`nhfast.distributed.integrate_ensemble`), runs the checks of
 :mod:`nhfast.experiments.checks` and collects everything, with timings, in a
 :class:`~nhfast.analysis.result.Report`.
 """
@@ -12,11 +13,13 @@ import contextlib
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from nhfast.analysis.drift import constraint_residual, energy_error
 from nhfast.analysis.result import Report
+from nhfast.distributed import integrate_ensemble
 from nhfast.errors import IntegrationWarning, UsageError
 from nhfast.experiments._progress import Progress
 from nhfast.experiments.catalogue import get_example
@@ -50,14 +53,32 @@ def integrate_in_chunks(
     atol: float,
     h: float | None,
     progress: bool | None,
+    client: Any = None,
+    chunk: int | None = None,
 ) -> IntegrationResult:
     """``nhfast.integrate`` over blocks of lanes, with a progress bar; failed lanes are kept.
 
     The blocks hold at least ``64 * threads`` lanes and there are at most about ten, so the bar
     moves without slowing the run; failures are kept (``keep_failed``) for the report to count.
+    With a Dask ``client`` the blocks (``chunk`` lanes each) are tasks on its cluster
+    (:func:`nhfast.distributed.integrate_ensemble`, one thread per task) and the bar counts
+    finished chunks; the result is the same bit for bit.
     """
     lanes = x0.shape[0]
-    chunk = max(64 * threads, -(-lanes // 10))
+    if client is not None:
+        chunk = chunk or max(64, -(-lanes // 10))
+        with Progress(-(-lanes // chunk), "integrating", enabled=progress) as bar:
+
+            def advance(done: int, total: int) -> None:
+                bar.update(done - bar.done)
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", IntegrationWarning)  # failures are reported
+                return integrate_ensemble(
+                    vf, x0, t_eval, method=method, rtol=rtol, atol=atol, params=params, h=h,
+                    client=client, chunk=chunk, keep_failed=True, progress=advance,
+                )  # fmt: skip
+    chunk = chunk or max(64 * threads, -(-lanes // 10))
     starts = list(range(0, lanes, chunk))
     parts = []
     with Progress(len(starts), "integrating", enabled=progress) as bar:
@@ -127,6 +148,8 @@ def run_example(
     n_times: int = 201,
     progress: bool | None = None,
     log: Callable[[str], object] | None = None,
+    client: Any = None,
+    chunk: int | None = None,
 ) -> tuple[Report, IntegrationResult | None]:
     """Build a catalogue example, integrate a batch, run the checks and collect a Report.
 
@@ -165,6 +188,11 @@ def run_example(
         Draw a progress bar on stderr (default: when stderr is a terminal).
     log : callable, optional
         Receives one line per stage (e.g. ``print``).
+    client : distributed.Client, optional
+        Run the drift batch on this Dask cluster, one task per ``chunk`` trajectories (the
+        other checks stay in this process).
+    chunk : int, optional
+        Trajectories per block or task (default: about a tenth of the batch, at least 64).
 
     Returns
     -------
@@ -220,7 +248,7 @@ def run_example(
         t_eval = np.linspace(0.0, t_end, n_times)
         with stage("integrate", f"integrating ({method})"):
             res = integrate_in_chunks(
-                vf, x0, t_eval, params, method, threads, rtol, atol, h, progress
+                vf, x0, t_eval, params, method, threads, rtol, atol, h, progress, client, chunk
             )
         drift = [energy_error(res, inst.energy, threshold=drift_tol)]
         if inst.constraints:
@@ -234,6 +262,9 @@ def run_example(
                 "mean steps per trajectory": float(np.mean(res.stats["steps"])),
             }
         )
+        if client is not None:
+            settings["Dask workers"] = len(client.scheduler_info().get("workers", {}))
+            settings["chunk"] = chunk or max(64, -(-lanes // 10))
         if method in ADAPTIVE:
             settings.update({"rtol": rtol, "atol": atol})
         else:

@@ -1,0 +1,457 @@
+"""Ensembles of trajectories on a Dask cluster, gathered in memory or streamed to Zarr.
+
+:func:`integrate_ensemble` splits the trajectories into chunks and runs one
+:func:`nhfast.integrate.integrate` task per chunk on the workers of a ``dask.distributed``
+client. The system travels pickled, with the C source of its compiled kernels (see
+:meth:`nhfast.vectorfield.VectorField.__getstate__`): a worker compiles it into its own kernel
+cache, or loads it from there, on first use. Trajectories are independent lanes of the batch
+integrator, so the result equals a local run bit for bit, whatever the chunk size.
+
+With ``store=`` every task writes its chunk into a Zarr group and marks it complete; the
+result's ``y`` and ``observables`` are then Dask arrays over the store. A run interrupted
+(client gone, cluster gone) resumes from the chunks marked complete when called again with the
+same arguments. A worker that dies mid-run loses nothing: the scheduler reruns its tasks.
+
+Needs the optional dependencies ``dask[distributed]`` (and ``zarr`` >= 3 for ``store=``).
+
+Zarr layout (format 1)
+----------------------
+``t`` (n_t,), ``y`` (n_traj, n_t, n_state), ``observables`` (n_traj, n_t, n_obs; its attribute
+``names``), ``status`` (n_traj,) int32, ``t_reached`` (n_traj,) (where the integrator reports
+it), ``stats`` (n_traj, n_stats) int64 (attribute ``names``), ``done`` (n_chunks,) uint8: 1 once
+a chunk is written. Group attributes
+``nhfast``: ``format``, ``version``, ``system`` (name), ``system_hash``, ``settings`` (method,
+tolerances, sizes, chunk, tokens of x0 and params) and ``complete``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import threading
+import uuid
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nhfast._abi import STATS
+from nhfast._validate import output_times, params_rows, positive_int, state_rows
+from nhfast._version import __version__
+from nhfast.errors import IntegrationWarning
+from nhfast.integrate import HAMILTONISED, METHODS, IntegrationResult, integrate, report_failures
+from nhfast.vectorfield import VectorField
+
+__all__ = ["integrate_ensemble", "open_store", "system_hash", "FORMAT"]
+
+#: Version of the Zarr layout written by :func:`integrate_ensemble`.
+FORMAT = 1
+#: Options of ``integrate`` that change results (recorded in the store, checked on resume).
+_RESULT_OPTIONS = ("max_steps", "hmax", "tol", "max_iter", "stiffness_check")
+#: Whether this nhfast's IntegrationResult reports the time each trajectory reached.
+_HAS_T_REACHED = "t_reached" in IntegrationResult.__dataclass_fields__
+_OTHER_OPTIONS = ("keep_failed", "block")
+
+# --------------------------------------------------------------------- worker side ----
+_systems: dict[str, VectorField] = {}
+_systems_lock = threading.Lock()
+
+
+def _worker_system(key: str, payload: bytes) -> VectorField:
+    """The system of hash ``key``, unpickled once per worker process."""
+    with _systems_lock:
+        system = _systems.get(key)
+        if system is None:
+            system = _systems[key] = pickle.loads(payload)
+    return system
+
+
+def _run_chunk(
+    key: str,
+    payload: bytes,
+    x: np.ndarray,
+    par: np.ndarray | None,
+    t: np.ndarray,
+    options: dict[str, Any],
+    store: Any,
+    index: int,
+    start: int,
+) -> tuple[np.ndarray, ...] | None:
+    """One task: integrate a chunk (failures kept), return it or write it to ``store``."""
+    system = _worker_system(key, payload)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IntegrationWarning)  # the client reports failures
+        res = integrate(system, x, t, params=par, keep_failed=True, **options)
+    stats = np.stack([res.stats[k] for k in STATS], axis=1)
+    obs = _stack_observables(res)
+    if store is None:
+        return res.y, obs, res.status, stats, getattr(res, "t_reached", None)
+    import zarr
+
+    group = zarr.open_group(store, mode="r+")
+    stop = start + x.shape[0]
+    group["y"][start:stop] = res.y
+    if obs is not None:
+        group["observables"][start:stop] = obs
+    group["status"][start:stop] = res.status
+    if getattr(res, "t_reached", None) is not None:
+        group["t_reached"][start:stop] = res.t_reached
+    group["stats"][start:stop] = stats
+    group["done"][index] = 1  # last: the chunk counts as written only now
+    return None
+
+
+def _stack_observables(res: IntegrationResult) -> np.ndarray | None:
+    if not res.observables:
+        return None
+    return np.stack(list(res.observables.values()), axis=-1)
+
+
+# --------------------------------------------------------------------- client side ----
+def system_hash(system: VectorField) -> str:
+    """SHA-256 of what determines the system's trajectories: the C source of its compiled
+    kernels (compiling them if needed), else its pickled symbolic description."""
+    built = system.compile(("observables",) if system.observables else ())
+    text = built.source.encode() if built.source else pickle.dumps(system)
+    return hashlib.sha256(text).hexdigest()
+
+
+def _is_dask(a: Any) -> bool:
+    return hasattr(a, "to_delayed") and hasattr(a, "chunks") and hasattr(a, "dask")
+
+
+def _token(a: Any) -> str | None:
+    """A short identity of an input array (its bytes' hash; a Dask array's graph name)."""
+    if a is None:
+        return None
+    if _is_dask(a):
+        return f"dask:{a.name}"
+    data = np.ascontiguousarray(a)
+    return f"sha256:{hashlib.sha256(data.tobytes()).hexdigest()}:{data.shape}"
+
+
+def integrate_ensemble(
+    system: VectorField,
+    x0: Any,
+    t_eval: Any,
+    method: str = "dop853",
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+    params: Any = None,
+    h: float | None = None,
+    threads: int = 1,
+    observables: bool = True,
+    *,
+    client: Any,
+    chunk: int = 10_000,
+    store: Any = None,
+    resume: bool = True,
+    progress: Callable[[int, int], object] | None = None,
+    **options: Any,
+) -> IntegrationResult:
+    """:func:`nhfast.integrate.integrate` on a Dask cluster, one task per chunk of trajectories.
+
+    Parameters
+    ----------
+    system : VectorField
+        Any field :func:`~nhfast.integrate.integrate` accepts (pickled to the workers with
+        its kernels' C source).
+    x0 : array_like or dask.array.Array, shape (n_traj, n_state)
+        Initial states. A NumPy array's chunks go into the task graph (through the
+        scheduler); a Dask array is rechunked to ``chunk`` rows and never gathered: use one
+        (``dask.array.from_zarr``, say) for inputs larger than the client's memory.
+    t_eval, method, rtol, atol, h, threads, observables
+        As for :func:`~nhfast.integrate.integrate` (``threads``: per task).
+    params : array_like or dask.array.Array, optional
+        One row ``(n_params,)`` for all trajectories, or ``(n_traj, n_params)``, split with
+        ``x0``.
+    client : distributed.Client
+        The cluster to run on.
+    chunk : int
+        Trajectories per task.
+    store : str, os.PathLike or zarr store, optional
+        Write the result there (see the module's layout) instead of gathering it; workers
+        must reach it (a path on a shared file system).
+    resume : bool
+        With ``store``: keep the chunks an earlier run of the same problem marked complete
+        (a store holding another problem is refused); False overwrites the store.
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each chunk.
+    **options
+        ``max_steps``, ``hmax``, ``tol``, ``max_iter``, ``stiffness_check``,
+        ``keep_failed``, ``block`` of :func:`~nhfast.integrate.integrate`.
+
+    Returns
+    -------
+    IntegrationResult
+        The same as a local run, bit for bit; with ``store``, ``y``, the observables and the
+        stats are Dask arrays over the store (``status`` and ``t`` in memory).
+
+    Raises
+    ------
+    TypeError, ValueError
+        On bad arguments (a task's ``ValueError`` is raised here too), or a store holding
+        another problem with ``resume=True``.
+    IntegrationError
+        When a trajectory fails and ``keep_failed`` is False (after every chunk ran).
+
+    Examples
+    --------
+    >>> from distributed import Client, LocalCluster  # doctest: +SKIP
+    >>> client = Client(LocalCluster(n_workers=2, threads_per_worker=1))  # doctest: +SKIP
+    >>> res = integrate_ensemble(vf, x0, [0.0, 10.0], params=a, client=client,
+    ...                          chunk=10_000, store="run.zarr")  # doctest: +SKIP
+    """
+    unknown = set(options) - set(_RESULT_OPTIONS) - set(_OTHER_OPTIONS)
+    if unknown:
+        raise TypeError(f"integrate_ensemble got unexpected options: {', '.join(sorted(unknown))}")
+    if not isinstance(system, VectorField):
+        raise TypeError(f"system must be a VectorField, got {type(system).__name__}")
+    if method in HAMILTONISED or method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    chunk = positive_int(chunk, "chunk")
+    n = system.n_state
+    t = output_times(t_eval, "t_eval")
+    if _is_dask(x0):
+        if x0.ndim != 2 or x0.shape[1] != n:
+            raise ValueError(f"x0 must have shape (n_traj, {n}); got {x0.shape}")
+        ntraj = int(x0.shape[0])
+    else:
+        x0 = state_rows(x0, n, "x0")
+        ntraj = x0.shape[0]
+    if _is_dask(params):
+        if params.shape != (ntraj, system.n_params):
+            raise ValueError(
+                f"params must have shape (n_params,) or ({ntraj}, {system.n_params}); "
+                f"got {params.shape}"
+            )
+        par_rows: Any = params
+    else:
+        par_rows = params_rows(params, system.params, ntraj, "params")
+        if par_rows.shape[0] == 1:  # one row for all (or no parameters): the same in each task
+            par_rows = par_rows[0] if system.n_params else None
+    opts = {
+        "method": method, "rtol": rtol, "atol": atol, "h": h, "threads": threads,
+        "observables": observables, **options,
+    }  # fmt: skip
+    keep_failed = bool(opts.pop("keep_failed", False))
+
+    wanted = ("observables",) if observables and system.observables else ()
+    key = system_hash(system)  # compiles here: the pickle carries the kernels' source
+    payload = pickle.dumps(system)
+    obs_names = list(system.observables) if wanted else []
+    starts = list(range(0, ntraj, chunk))
+    settings = {
+        **{k: opts.get(k) for k in ("method", "rtol", "atol", "h", "observables")},
+        **{k: options.get(k) for k in _RESULT_OPTIONS},
+        "n_traj": ntraj, "n_state": n, "chunk": chunk,
+        "x0": _token(x0), "params": _token(params),
+    }  # fmt: skip
+    group = None
+    todo = list(range(len(starts)))
+    if store is not None:
+        group, todo = _open_for_run(store, resume, system, key, settings, t, obs_names, chunk)
+        store = _store_spec(store)
+
+    def rows(a: Any, i: int) -> Any:
+        return a[starts[i] : starts[i] + chunk]
+
+    def par_of(i: int) -> Any:
+        return par_rows if par_rows is None or par_rows.ndim == 1 else rows(par_rows, i)
+
+    token = uuid.uuid4().hex[:12]
+    with warnings.catch_warnings():
+        # numpy inputs go into the graph on purpose: a task that must run again (its worker
+        # died) still has them, which scattered data would not
+        warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
+        futures = _submit(client, todo, starts, chunk, x0, par_rows, par_of, key, payload, t,
+                          opts, store, token)  # fmt: skip
+    y = status = stats = obs = None
+    if group is None:
+        y = np.empty((ntraj, t.size, n))
+        status = np.zeros(ntraj, dtype=np.int32)
+        stats = np.zeros((ntraj, len(STATS)), dtype=np.int64)
+        obs = np.empty((ntraj, t.size, len(obs_names))) if obs_names else None
+        reached = np.full(ntraj, np.nan)
+    index = {f.key: i for f, i in zip(futures, todo, strict=True)}
+    total, done = len(starts), len(starts) - len(todo)
+    if progress is not None:
+        progress(done, total)
+    from distributed import as_completed
+
+    try:
+        for batch in as_completed(futures, with_results=True).batches():
+            for fut, out in batch:
+                i = index[fut.key]
+                if out is not None:
+                    sl = slice(starts[i], starts[i] + chunk)
+                    y[sl], part_obs, status[sl], stats[sl], part_reached = out  # type: ignore[index]
+                    if obs is not None:
+                        obs[sl] = part_obs
+                    if part_reached is not None:
+                        reached[sl] = part_reached
+                fut.release()
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+    finally:
+        client.cancel(futures)
+    if group is not None:
+        group.attrs["nhfast"] = {**group.attrs["nhfast"], "complete": True}
+        res = _result_from_group(group, method)
+    else:
+        res = IntegrationResult(
+            t=t,
+            y=y,
+            status=status,
+            stats={k: stats[:, j].copy() for j, k in enumerate(STATS)},  # type: ignore[index]
+            method=method,
+            observables={k: obs[:, :, j] for j, k in enumerate(obs_names)},  # type: ignore[index]
+        )
+        if _HAS_T_REACHED:
+            res.t_reached = reached
+    report_failures(res, res.status != 0, keep_failed)
+    return res
+
+
+def _submit(client, todo, starts, chunk, x0, par_rows, par_of, key, payload, t, opts, store, token):
+    """One future per chunk in ``todo`` (Dask inputs stay on the cluster)."""
+    if not todo:
+        return []
+    if not _is_dask(x0) and not _is_dask(par_rows):
+        k = len(todo)
+        return client.map(
+            _run_chunk, [key] * k, [payload] * k,
+            [x0[starts[i] : starts[i] + chunk] for i in todo], [par_of(i) for i in todo],
+            [t] * k, [opts] * k, [store] * k, todo, [starts[i] for i in todo],
+            key=[f"nhfast-chunk-{token}-{i}" for i in todo], retries=0,
+        )  # fmt: skip
+    import dask
+
+    def blocks(a: Any) -> list[Any]:
+        if a is None or not _is_dask(a) and a.ndim == 1:
+            return [a] * len(starts)
+        if not _is_dask(a):
+            return [a[s : s + chunk] for s in starts]
+        return list(a.rechunk({0: chunk, 1: -1}).to_delayed().ravel())
+
+    xb, pb = blocks(x0), blocks(par_rows)
+    task = dask.delayed(_run_chunk, pure=True)
+    graphs = [
+        task(key, payload, xb[i], pb[i], t, opts, store, i, starts[i],
+             dask_key_name=f"nhfast-chunk-{token}-{i}")
+        for i in todo
+    ]  # fmt: skip
+    return client.compute(graphs)
+
+
+def _store_spec(store: Any) -> Any:
+    return os.fspath(store) if isinstance(store, str | os.PathLike) else store
+
+
+def _open_for_run(store, resume, system, key, settings, t, obs_names, chunk):
+    """Create the Zarr group of a run, or reopen it to resume: (group, chunks to run)."""
+    import zarr
+
+    store = _store_spec(store)
+    n_chunks = -(-settings["n_traj"] // chunk)
+    head = {
+        "format": FORMAT,
+        "version": __version__,
+        "system": system.name,
+        "system_hash": key,
+        "settings": settings,
+        "complete": False,
+    }
+    if resume:
+        try:
+            group = zarr.open_group(store, mode="r+")
+        except (FileNotFoundError, zarr.errors.GroupNotFoundError):
+            group = None
+        if group is not None and "nhfast" in group.attrs:
+            old = dict(group.attrs["nhfast"])
+            diff = [k for k in ("format", "system_hash") if old.get(k) != head[k]]
+            was, now = old.get("settings") or {}, _jsonable(head["settings"])
+            diff += [k for k in now if was.get(k) != now[k]]
+            same_t = "t" in group and np.array_equal(group["t"][:], t)
+            if diff or not same_t:
+                what = ", ".join(diff + ([] if same_t else ["t"]))
+                raise ValueError(
+                    f"store {store!r} holds another run (different {what}): pass resume=False "
+                    "to overwrite it, or another store"
+                )
+            done = np.asarray(group["done"][:])
+            return group, [int(i) for i in np.flatnonzero(done == 0)]
+    group = zarr.open_group(store, mode="w")
+    ntraj, n = settings["n_traj"], settings["n_state"]
+    group.create_array("t", data=t)
+    group.create_array("y", shape=(ntraj, t.size, n), chunks=(chunk, t.size, n), dtype="f8")
+    if obs_names:
+        arr = group.create_array(
+            "observables",
+            shape=(ntraj, t.size, len(obs_names)),
+            chunks=(chunk, t.size, len(obs_names)),
+            dtype="f8",
+        )
+        arr.attrs["names"] = obs_names
+    group.create_array("status", shape=(ntraj,), chunks=(chunk,), dtype="i4", fill_value=0)
+    if _HAS_T_REACHED:
+        group.create_array("t_reached", shape=(ntraj,), chunks=(chunk,), dtype="f8")
+    st = group.create_array(
+        "stats", shape=(ntraj, len(STATS)), chunks=(chunk, len(STATS)), dtype="i8", fill_value=0
+    )
+    st.attrs["names"] = list(STATS)
+    group.create_array("done", shape=(n_chunks,), chunks=(1,), dtype="u1", fill_value=0)
+    group.attrs["nhfast"] = head
+    return group, list(range(n_chunks))
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` as it reads back from JSON attributes (tuples as lists)."""
+    import json
+
+    return json.loads(json.dumps(value))
+
+
+def _result_from_group(group: Any, method: str) -> IntegrationResult:
+    import dask.array as da
+
+    obs: dict[str, Any] = {}
+    if "observables" in group:
+        arr = group["observables"]
+        whole = da.from_zarr(arr)
+        obs = {k: whole[:, :, j] for j, k in enumerate(arr.attrs["names"])}
+    stats = da.from_zarr(group["stats"])
+    res = IntegrationResult(
+        t=np.asarray(group["t"][:]),
+        y=da.from_zarr(group["y"]),
+        status=np.asarray(group["status"][:]),
+        stats={k: stats[:, j] for j, k in enumerate(group["stats"].attrs["names"])},
+        method=method,
+        observables=obs,
+    )
+    if "t_reached" in group:
+        res.t_reached = np.asarray(group["t_reached"][:])
+    return res
+
+
+def open_store(store: Any) -> IntegrationResult:
+    """The result of a run written by :func:`integrate_ensemble` (``y``, observables and
+    stats as Dask arrays over the store).
+
+    Raises
+    ------
+    ValueError
+        If the store was not written by nhfast or the run is not complete.
+    """
+    import zarr
+
+    group = zarr.open_group(_store_spec(store), mode="r")
+    head = dict(group.attrs.get("nhfast", {}))
+    if head.get("format") != FORMAT:
+        raise ValueError(f"{store!r} is not an nhfast ensemble store (format {FORMAT})")
+    if not head.get("complete"):
+        raise ValueError(f"{store!r} holds an unfinished run: call integrate_ensemble to resume")
+    return _result_from_group(group, head["settings"]["method"])
