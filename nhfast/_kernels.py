@@ -8,7 +8,9 @@ the field classes above it: they hand over the generated code, a name and an inp
 
 Two cache levels make a warm process cheap: the generated C is cached under
 :func:`source_key`, a hash of the symbolic input taken before code generation (so CSE and
-printing run once per system, not once per process), and the library under the hash of the C
+printing run once per system, not once per process), or under :func:`recipe_key`, a hash of a
+field's own description taken before its companion kernels (Jacobian, divergence) are even
+derived (:func:`compile_recipe`); the library is cached under the hash of the C
 (:func:`nhfast._jit.build`). A :class:`CompiledSystem` pickles as its C source and a few
 numbers (:func:`load_compiled` rebuilds it in another process, from that process's cache).
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -48,7 +50,9 @@ __all__ = [
     "InputCheck",
     "c_source",
     "compile_kernels",
+    "compile_recipe",
     "load_compiled",
+    "recipe_key",
     "source_key",
 ]
 
@@ -238,6 +242,32 @@ def source_key(code: Code, name: str) -> str:
     return h.hexdigest()
 
 
+def recipe_key(parts: Iterable[str], name: str) -> str:
+    """Key of the generated C of a system given by its recipe, before its kernels are derived.
+
+    The recipe is what the caller builds the kernels from (a field's states, parameters,
+    right-hand side, solves, requested companions, and the code that derives the kernels):
+    ``parts`` are strings (digests) that must determine the kernels' expressions. The key adds
+    the generator's fingerprint (as :func:`source_key` does) and ``name``.
+
+    Parameters
+    ----------
+    parts : iterable of str
+    name : str
+        The system's name (in the source's banner).
+
+    Returns
+    -------
+    str
+        A SHA-256 hex digest.
+    """
+    h = hashlib.sha256()
+    for part in ("nhfast-recipe", _generator_fingerprint(), repr(str(name)), *parts):
+        h.update(str(part).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
 def _shape(code: Code) -> dict[str, Any]:
     """Sizes of the library of ``code``: what ``nh_info`` must report, and the outputs."""
     if isinstance(code, IndexedProgram):
@@ -312,7 +342,7 @@ def _c_system(
 
 
 def compile_kernels(
-    code: Code, name: str = "system", check: InputCheck | None = None
+    code: Code, name: str = "system", check: InputCheck | None = None, key: str | None = None
 ) -> CompiledSystem:
     """Generate, compile (or fetch from the cache) and load every kernel family of ``code``.
 
@@ -330,6 +360,8 @@ def compile_kernels(
     check : callable, optional
         Input check run by :meth:`CompiledSystem.evaluate`. It must not hold a strong
         reference to an object that memoises the result (see :mod:`nhfast._cache`).
+    key : str, optional
+        First-level key to use instead of :func:`source_key` (a :func:`recipe_key`).
 
     Returns
     -------
@@ -339,7 +371,8 @@ def compile_kernels(
     if _jit.backend() == "numpy":
         return _numpy_system(code, shape, name, check)
     t0 = time.perf_counter()
-    key = source_key(code, name)
+    if key is None:
+        key = source_key(code, name)
     t_key = time.perf_counter() - t0
     source = _jit.cached_source(key)
     generated = source is None
@@ -353,6 +386,54 @@ def compile_kernels(
     cs = _c_system(source, shape, name, check, timings)
     cs.generated = generated
     return cs
+
+
+def compile_recipe(
+    key: str,
+    shape: Mapping[str, Any],
+    make_code: Callable[[], Code],
+    name: str = "system",
+    check: InputCheck | None = None,
+) -> CompiledSystem:
+    """:func:`compile_kernels` of ``make_code()``, whose source is cached under ``key``.
+
+    On a hit of the first cache level the stored source is compiled (or found) and loaded
+    with ``shape``: ``make_code`` is not called, so nothing is derived or generated. On a
+    miss (or with the NumPy backend) the code is made and compiled as by
+    :func:`compile_kernels`; its source is stored under ``key`` if its shape is ``shape``
+    (else under its :func:`source_key`).
+
+    Parameters
+    ----------
+    key : str
+        A :func:`recipe_key`: it must determine the C of ``make_code()``.
+    shape : mapping
+        What :func:`load_compiled` reads from its ``meta``: ``n_out`` (family -> outputs),
+        ``n_state``, ``params``, ``n_obs``, ``flags``, ``n_q``.
+    make_code : callable
+        Returns the KernelSet or IndexedProgram (the expensive part: derivatives, ...).
+    name : str
+    check : callable, optional
+        As for :func:`compile_kernels`.
+
+    Returns
+    -------
+    CompiledSystem
+    """
+    if _jit.backend() != "numpy":
+        t0 = time.perf_counter()
+        source = _jit.cached_source(key)
+        if source is not None:
+            t = time.perf_counter() - t0
+            want = {k: shape[k] for k in ("n_out", "n_state", "params", "n_obs", "flags", "n_q")}
+            cs = _c_system(source, want, name, check, {"generate": t})
+            cs.generated = False
+            return cs
+    with _progress.stage(f"deriving the kernels of {name!r}"):
+        code = make_code()
+    got = _shape(code)
+    same = got == {k: shape.get(k) for k in got}
+    return compile_kernels(code, name, check, key=key if same else None)
 
 
 _META_KEYS = ("name", "n_out", "n_state", "params", "n_obs", "flags", "n_q", "abi")

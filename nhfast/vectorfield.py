@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import hashlib
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import sympy as sp
 from sympy.core.function import AppliedUndef
 
+from nhfast._abi import HAS
 from nhfast._cache import memo
-from nhfast._kernels import CompiledSystem, InputCheck, compile_kernels, load_compiled
-from nhfast.codegen import DerivSpec, KernelSet, SolveSpec
+from nhfast._kernels import (
+    CompiledSystem,
+    InputCheck,
+    compile_kernels,
+    compile_recipe,
+    load_compiled,
+    recipe_key,
+)
+from nhfast.codegen import DerivSpec, KernelSet, SolveSpec, kernel_set_digest
 from nhfast.codegen.numpy_backend import numpy_rows
 from nhfast.errors import CompilationError
 
@@ -551,6 +562,55 @@ class VectorField:
             solves=self._solve_specs, derivs=derivs, needs_derivs=frozenset(need),
         )  # fmt: skip
 
+    def _recipe_digests(self) -> list[str]:
+        """Digests of what :meth:`kernel_set` derives the kernels from (no derivative taken)."""
+        obs = self.observables
+        base = KernelSet(
+            self.states, self.params, self.time,
+            {"rhs": list(self.rhs), "observables": list(obs.values())}, solves=self._solve_specs,
+        )  # fmt: skip
+        return [kernel_set_digest(base), f"observables={list(obs)!r}", f"split={self.split!r}"]
+
+    def _kernel_sizes(self) -> dict[str, int]:
+        """Outputs of each kernel family :meth:`kernel_set` may build."""
+        n = self.n_state
+        return {"rhs": n, "jacobian": n * n, "divergence": 1, "observables": len(self.observables)}
+
+    def _kernel_recipe(self, companions: Sequence[str]) -> tuple[str, dict[str, Any]] | None:
+        """First-level cache key and shape of ``kernel_set(companions)``, without building it.
+
+        The key (:func:`nhfast._kernels.recipe_key`) hashes the field's description (states,
+        params, time, rhs, observables, solves, split, name), the companions and the code
+        that derives the kernels from them (this module): a warm process then loads the
+        generated C without taking a derivative. None for a subclass that may derive its
+        kernels otherwise, or for companions :meth:`kernel_set` rejects.
+        """
+        fingerprint = _derivation_fingerprint()
+        if type(self) not in (VectorField, HamiltonianSystem) or fingerprint is None:
+            return None
+        sizes = self._kernel_sizes()
+        comps = list(companions)
+        if any(c not in sizes for c in comps) or len(set(comps)) != len(comps):
+            return None
+        order = [c for c in comps if c not in ("dHdq", "dHdp")]
+        order += [c for c in ("dHdq", "dHdp") if c in comps]  # kernel_set's order
+        n_out = {"rhs": sizes["rhs"], **{c: sizes[c] for c in order}}
+        shape = {
+            "n_out": n_out,
+            "n_state": self.n_state,
+            "params": tuple(self.params),
+            "n_obs": n_out.get("observables", 0),
+            "flags": sum(HAS[k] for k in n_out),
+            "n_q": len(getattr(self, "q", ())) if type(self) is HamiltonianSystem else 0,
+        }
+        parts = [
+            type(self).__qualname__,
+            fingerprint,
+            *self._recipe_digests(),
+            f"companions={comps!r}",
+        ]
+        return recipe_key(parts, self.name), shape
+
     # ------------------------------------------------------------------- numeric ----
     def compile(self, companions: Iterable[str] = ("observables", "divergence")) -> CompiledSystem:
         """Generate, compile (or fetch from the cache) and load the kernels.
@@ -579,7 +639,15 @@ class VectorField:
                 cs = load_shipped(self, have, source, meta)
                 if cs is not None:
                     return built.setdefault(have, cs)
-        cs = compile_kernels(self.kernel_set(sorted(wanted)), self.name, input_check(self))
+        comps = sorted(wanted)
+        recipe = self._kernel_recipe(comps)
+        if recipe is None:
+            cs = compile_kernels(self.kernel_set(comps), self.name, input_check(self))
+        else:
+            key, shape = recipe
+            cs = compile_recipe(
+                key, shape, lambda: self.kernel_set(comps), self.name, input_check(self)
+            )
         return built.setdefault(wanted, cs)
 
     # ---------------------------------------------------------------- pickling ----
@@ -606,6 +674,16 @@ class VectorField:
         """
         fams = () if kind == "rhs" else (kind,)
         return self.compile(fams).evaluate(kind, x, t=t, params=params)
+
+
+@lru_cache(maxsize=1)
+def _derivation_fingerprint() -> str | None:
+    """Hash of this module's code (how the fields derive their kernels), or None if unreadable
+    (then no recipe key: a stale source could be served)."""
+    try:
+        return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 #: Kernel sets as they travel with a pickled field: companions -> (C source, metadata).
@@ -706,6 +784,13 @@ class HamiltonianSystem(VectorField):
             split=len(q),
             name=name,
         )
+
+    def _recipe_digests(self) -> list[str]:
+        ham = KernelSet(self.states, self.params, self.time, {"rhs": [self.H]}, n_q=len(self.q))
+        return [*super()._recipe_digests(), kernel_set_digest(ham)]
+
+    def _kernel_sizes(self) -> dict[str, int]:
+        return {**super()._kernel_sizes(), "dHdq": len(self.q), "dHdp": len(self.p)}
 
     def kernel_set(self, companions: Iterable[str] = ()) -> KernelSet:
         plain = [c for c in companions if c not in ("dHdq", "dHdp")]

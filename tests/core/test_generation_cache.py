@@ -4,6 +4,9 @@ Issue 14, item 5: the kernel cache was keyed on the generated C only, so every n
 CSE and printing again (21 s for a 5000-term right-hand side on a cache hit). Now
 :func:`nhfast._kernels.source_key` (a hash of the symbolic input, taken before code generation)
 maps to the generated source in the same cache directory, and a slow stage says so on stderr.
+A field's :meth:`~nhfast.VectorField.compile` keys that level on the field's recipe
+(:func:`nhfast._kernels.recipe_key`), before the divergence or Jacobian is derived, so a warm
+process takes no symbolic derivative either.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import nhfast as nh
 from nhfast import _jit, _progress
 from nhfast._kernels import c_source, compile_kernels, load_compiled, source_key
 from nhfast.codegen import KernelSet
+from nhfast.vectorfield import LinearSolve, VectorField
 
 
 @pytest.fixture
@@ -305,6 +309,147 @@ def test_numpy_backend_still_works_and_pickles(cache, monkeypatch):
         load_compiled(c.source, c.meta())
 
 
+# A second process compiling fields with companions; with NH_FORBID set, deriving any kernel
+# (kernel_set, sympy.diff, the field's divergence/Jacobian), CSE or printing C raises.
+_COMPANIONS = """
+import json, os, sys
+import numpy as np
+import sympy as sp
+import random
+import nhfast as nh
+from nhfast.vectorfield import LinearSolve, VectorField
+exec(os.environ["NH_BIG"])
+big = big_system(int(sys.argv[1]))
+vf = nh.VectorField(big.states, big.rhs, params=big.params, name=big.name,
+                    observables={"r2": sum(s**2 for s in big.states)})
+q, p = sp.symbols("q0:2"), sp.symbols("p0:2")
+k = sp.Symbol("k", positive=True)
+ham = nh.HamiltonianSystem(q, p, (p[0]**2 + p[1]**2) / 2 + k * q[0]**4 + sp.cos(q[0] - q[1]),
+                           params=[k], name="ham")
+x, y, u = sp.symbols("x y u")
+solved = nh.VectorField([x, y], [u, -x * u], params=[k], name="solved",
+                        solves=[LinearSolve([u], sp.Matrix([[1 + x**2]]), [y * k])])
+if os.environ.get("NH_FORBID"):
+    def forbidden(*a, **kw):
+        raise AssertionError("a kernel was derived or generated in a warm process")
+    for attr in ("kernel_set", "divergence", "jacobian", "total_derivatives"):
+        setattr(VectorField, attr, forbidden)
+    setattr(nh.HamiltonianSystem, "kernel_set", forbidden)
+    sp.diff = sp.cse = forbidden
+    from nhfast.codegen._printer import CPrinter
+    CPrinter.doprint = forbidden
+    print("NH-FORBIDDEN")
+out = {}
+jobs = [(vf, ("divergence", "observables"), [1.0, 2.0, 3.0, 4.0]),
+        (vf, ("jacobian",), [1.0, 2.0, 3.0, 4.0]),
+        (ham, ("divergence", "observables", "jacobian", "dHdq", "dHdp"), [1.5]),
+        (solved, ("divergence", "jacobian"), [0.7])]
+for i, (field, comps, par) in enumerate(jobs):
+    if str(i) not in sys.argv[2].split(","):
+        continue
+    cs = field.compile(comps)
+    X = np.linspace(0.1, 0.9, 2 * field.n_state).reshape(2, field.n_state)
+    vals = {c: cs.evaluate(c, X, params=par).tolist() for c in ("rhs", *comps)}
+    out[i] = {"generated": cs.generated, "meta": repr(cs.meta()), "vals": vals}
+print(json.dumps(out))
+"""
+
+
+def _companions_worker(
+    root: Path, n_terms: int, forbid: bool, jobs: str = "0,1,2,3"
+) -> tuple[dict, str]:
+    env = {**os.environ, "NHFAST_CACHE_DIR": str(root), "NH_BIG": _BIG, "NHFAST_BACKEND": "c"}
+    env.pop("NH_FORBID", None)
+    if forbid:
+        env["NH_FORBID"] = "1"
+    proc = subprocess.run(
+        [sys.executable, "-c", _COMPANIONS, str(n_terms), jobs],
+        env=env,
+        cwd=root.parent,  # outside the source tree
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stdout
+
+
+def test_warm_process_takes_no_derivative_for_companions(cache):
+    cold, _ = _companions_worker(cache, 30, forbid=False)
+    assert all(job["generated"] for job in cold.values())
+    warm, stdout = _companions_worker(cache, 30, forbid=True)
+    assert "NH-FORBIDDEN" in stdout  # the derivation and generation paths did raise there
+    assert not any(job["generated"] for job in warm.values())
+    assert warm == {i: {**job, "generated": False} for i, job in cold.items()}  # bit for bit
+    # the cold numbers are those of the expressions (divergence of the big field, H's Jacobian)
+    vf = big_system(30)
+    X = np.linspace(0.1, 0.9, 20).reshape(2, 10)
+    par = dict(zip(vf.params, [1.0, 2.0, 3.0, 4.0], strict=True))
+    div = vf.divergence().subs(par)
+    expect = [float(div.subs(dict(zip(vf.states, row, strict=True)))) for row in X]
+    np.testing.assert_allclose(np.ravel(cold["0"]["vals"]["divergence"]), expect, rtol=1e-12)
+
+
+def _fields() -> list[VectorField]:
+    x, v, u = sp.symbols("x v u")
+    k = sp.Symbol("k", positive=True)
+    q, p = sp.symbols("q0:2"), sp.symbols("p0:2")
+    solve = LinearSolve([u], sp.Matrix([[1 + x**2]]), [v * k])
+    return [
+        nh.VectorField([x, v], [v, -k * sp.sin(x)], params=[k], observables={"e": v**2}),
+        nh.VectorField([x, v], [u, -x * u], params=[k], solves=[solve]),
+        nh.HamiltonianSystem(q, p, p[0] ** 2 / 2 + p[1] ** 2 / 2 + k * q[0] ** 2 * q[1] ** 2, [k]),
+        _system(2).with_divergence(),
+    ]
+
+
+def test_recipe_shape_is_that_of_the_kernels_and_the_key_sees_the_recipe():
+    keys = set()
+    for f in _fields():
+        ham = isinstance(f, nh.HamiltonianSystem)
+        combos = [(), ("divergence",), ("jacobian", "observables"), ("divergence", "jacobian")]
+        combos += [("dHdp", "dHdq", "divergence")] if ham else []
+        if f.name.endswith("with divergence"):
+            combos = combos[:1]
+        for comps in combos:
+            key, shape = f._kernel_recipe(list(comps))
+            ks = f.kernel_set(list(comps))
+            expect = {
+                "n_out": {fam: len(e) for fam, e in ks.kernels.items()},
+                "n_state": len(ks.states),
+                "params": tuple(ks.params),
+                "n_obs": ks.n_obs,
+                "flags": ks.flags,
+                "n_q": ks.n_q,
+            }
+            assert shape == expect, (f.name, comps)
+            assert list(shape["n_out"]) == list(ks.kernels)  # in the same order
+            assert f._kernel_recipe(list(comps))[0] == key  # stable
+            keys.add(key)
+    assert len(keys) == 14  # every field and companion set its own key
+    x, v = sp.symbols("x v")
+    k = sp.Symbol("k", positive=True)
+    base = nh.VectorField([x, v], [v, -k * x], params=[k], name="a")
+    others = [
+        nh.VectorField([x, v], [v, -k * x], params=[k], name="b"),
+        nh.VectorField([x, v], [v, -k * x - v / 9], params=[k], name="a"),
+        nh.VectorField([v, x], [-k * x, v], params=[k], name="a"),
+        nh.VectorField([x, v], [v, -k * x], params=[k], name="a", observables={"e": v}),
+        nh.VectorField([x, v], [v, -k * x], params=[k], name="a", time=sp.Symbol("t")),
+    ]
+    ref = base._kernel_recipe(["divergence"])[0]
+    assert len({ref, *(o._kernel_recipe(["divergence"])[0] for o in others)}) == 6
+    # a subclass (its kernels may be derived otherwise) and unknown companions: no recipe
+
+    class Custom(nh.VectorField):
+        pass
+
+    assert Custom([x, v], [v, -k * x], params=[k])._kernel_recipe(["divergence"]) is None
+    assert base._kernel_recipe(["dHdq"]) is None and base._kernel_recipe(["bogus"]) is None
+    with pytest.raises(ValueError, match="exists only for a HamiltonianSystem"):
+        base.compile(("dHdq",))
+
+
 @pytest.mark.slow
 def test_5000_term_rhs_cold_and_warm(cache, capsys):
     """The benchmark of issue 14: a warm process does no generation (figures printed)."""
@@ -313,3 +458,12 @@ def test_5000_term_rhs_cold_and_warm(cache, capsys):
     assert cold["generated"] and not warm["generated"] and warm["y"] == cold["y"]
     with capsys.disabled():
         print(f"\n5000 terms: cold {cold['timings']}, warm {warm['timings']}")
+    # with the default companions (observables, divergence): no derivative in the warm process
+    t0 = time.perf_counter()
+    cold_c, _ = _companions_worker(cache, 5000, forbid=False, jobs="0")
+    t1 = time.perf_counter()
+    warm_c, _ = _companions_worker(cache, 5000, forbid=True, jobs="0")
+    t2 = time.perf_counter()
+    assert warm_c == {i: {**job, "generated": False} for i, job in cold_c.items()}
+    with capsys.disabled():
+        print(f"5000 terms with companions: cold process {t1 - t0:.1f} s, warm {t2 - t1:.1f} s")
