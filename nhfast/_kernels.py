@@ -84,7 +84,8 @@ class CompiledSystem:
         Whether the library came from the cache.
     timings : dict
         Seconds spent on the source (``"generate"``: key, first-level lookup and, on a miss,
-        code generation; ``"key"``: the key alone) and compiling/loading it (``"compile"``).
+        code generation; ``"key"``: the key alone, absent on a hit by recipe key) and
+        compiling/loading it (``"compile"``).
     name : str
         The system's name (in the banner of the source).
     source : str or None
