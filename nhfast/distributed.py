@@ -53,6 +53,8 @@ _RESULT_OPTIONS = ("max_steps", "hmax", "tol", "max_iter", "stiffness_check")
 #: Whether this nhfast's IntegrationResult reports the time each trajectory reached.
 _HAS_T_REACHED = "t_reached" in IntegrationResult.__dataclass_fields__
 _OTHER_OPTIONS = ("keep_failed", "block")
+#: Gather results from the workers directly (False: through the scheduler, Dask's default).
+_DIRECT = True
 
 # --------------------------------------------------------------------- worker side ----
 _systems: dict[str, VectorField] = {}
@@ -168,7 +170,9 @@ def integrate_ensemble(
         One row ``(n_params,)`` for all trajectories, or ``(n_traj, n_params)``, split with
         ``x0``.
     client : distributed.Client
-        The cluster to run on.
+        The cluster to run on. Results come from the workers directly, not relayed by the
+        scheduler, unless the client was made with ``direct_to_workers=False`` (workers it
+        cannot reach).
     chunk : int
         Trajectories per task.
     store : str, os.PathLike or zarr store, optional
@@ -243,15 +247,15 @@ def integrate_ensemble(
     payload = pickle.dumps(system)
     obs_names = list(system.observables) if wanted else []
     starts = list(range(0, ntraj, chunk))
-    settings = {
-        **{k: opts.get(k) for k in ("method", "rtol", "atol", "h", "observables")},
-        **{k: options.get(k) for k in _RESULT_OPTIONS},
-        "n_traj": ntraj, "n_state": n, "chunk": chunk,
-        "x0": _token(x0), "params": _token(params),
-    }  # fmt: skip
     group = None
     todo = list(range(len(starts)))
-    if store is not None:
+    if store is not None:  # the settings (hashes of the inputs: a second of CPU at 1 GB) go there
+        settings = {
+            **{k: opts.get(k) for k in ("method", "rtol", "atol", "h", "observables")},
+            **{k: options.get(k) for k in _RESULT_OPTIONS},
+            "n_traj": ntraj, "n_state": n, "chunk": chunk,
+            "x0": _token(x0), "params": _token(params),
+        }  # fmt: skip
         group, todo = _open_for_run(store, resume, system, key, settings, t, obs_names, chunk)
         store = _store_spec(store)
 
@@ -281,9 +285,13 @@ def integrate_ensemble(
         progress(done, total)
     from distributed import as_completed
 
+    # results come straight from the workers (not relayed and re-serialised by the
+    # scheduler) unless the client was made with direct_to_workers=False
+    direct = client.direct_to_workers is not False and _DIRECT
     try:
-        for batch in as_completed(futures, with_results=True).batches():
-            for fut, out in batch:
+        for batch in as_completed(futures).batches():
+            outs = client.gather(batch, direct=direct)
+            for fut, out in zip(batch, outs, strict=True):
                 i = index[fut.key]
                 if out is not None:
                     sl = slice(starts[i], starts[i] + chunk)

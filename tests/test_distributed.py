@@ -85,6 +85,17 @@ def test_chunks_reproduce_a_local_run(client, veselova) -> None:
     assert_same(nh.integrate(veselova, x0, t, params=A, client=client, chunk=128), ref)
 
 
+def test_results_relayed_by_the_scheduler_are_the_same(client, veselova) -> None:
+    """Results come from the workers directly, or through the scheduler for a client made
+    with ``direct_to_workers=False`` (workers it cannot reach): the same either way."""
+    x0 = initial_states(120, seed=7)
+    t = [0.0, 1.0]
+    ref = nh.integrate(veselova, x0, t, params=A)
+    with Client(client.scheduler.address, direct_to_workers=False) as relayed:
+        assert_same(integrate_ensemble(veselova, x0, t, params=A, client=relayed, chunk=50), ref)
+    assert_same(integrate_ensemble(veselova, x0, t, params=A, client=client, chunk=50), ref)
+
+
 def test_dask_inputs_and_per_trajectory_params(client, veselova) -> None:
     x0 = initial_states(200, seed=2)
     par = A * np.linspace(0.9, 1.1, 200)[:, None]
