@@ -12,6 +12,7 @@ from nhfast.systems.examples import (
     chaplygin_sleigh,
     holonomic_particle,
     nonholonomic_particle,
+    two_constraint_system,
     vertical_rolling_disk,
 )
 from nhfast.systems.rolling_disk import (
@@ -37,6 +38,7 @@ __all__ = [
     "ReducedChaplyginSystem",
     "vertical_rolling_disk",
     "nonholonomic_particle",
+    "two_constraint_system",
     "holonomic_particle",
     "chaplygin_sleigh",
     "chaplygin_ball",

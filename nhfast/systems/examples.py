@@ -36,6 +36,7 @@ __all__ = [
     "chaplygin_sleigh",
     "chaplygin_ball",
     "chaplygin_ball_density",
+    "two_constraint_system",
 ]
 
 
@@ -248,4 +249,30 @@ def chaplygin_ball_density(vf: VectorField | None = None) -> sp.Expr:
     d = m * a**2
     return (1 - d * sum(gi**2 / (Ii + d) for gi, Ii in zip(g, (I1, I2, I3), strict=True))) ** (
         sp.Rational(-1, 2)
+    )
+
+
+def two_constraint_system() -> NonholonomicSystem:
+    """A synthetic system with two nonintegrable constraints and a nonzero Dirac block ``N``.
+
+    The digests' test system T3 (spec ``seed002_003.md``), with a potential:
+    ``q = (x, y, z)``, ``L = 1/2 (xdot^2 + (1 + x^2/4) ydot^2 + zdot^2) - k (x^2 + y z)/2`` and
+    ``xdot + y zdot = 0``, ``ydot + x zdot = 0``. The metric is not constant and the
+    constraint forms depend on ``q``, so the vakonomic constraint algorithm of Martínez,
+    Cortés & de León (2000) meets ``N != 0`` in its Dirac matrix (for the rolling disk
+    ``N = 0``); a test bed for the vakonomic equations and brackets.
+
+    Returns
+    -------
+    NonholonomicSystem
+        Parameter ``k`` (positive).
+    """
+    x, y, z = sp.symbols("x y z", real=True)
+    k = sp.Symbol("k", positive=True)
+    return NonholonomicSystem(
+        [x, y, z],
+        sp.diag(1, 1 + x**2 / 4, 1),
+        k * (x**2 + y * z) / 2,
+        constraints=sp.Matrix([[1, 0, y], [0, 1, x]]),
+        params=[k],
     )

@@ -26,7 +26,12 @@ from nhfast.errors import HolonomicConstraintsWarning
 from nhfast.integrate import integrate
 from nhfast.symbolic.systems import NonholonomicSystem
 from nhfast.symbolic.vakonomic import vakonomic_equations, vakonomic_frame_equations
-from nhfast.systems import contact_particle, holonomic_particle, rolling_disk_theta_heading
+from nhfast.systems import (
+    contact_particle,
+    holonomic_particle,
+    rolling_disk_theta_heading,
+    two_constraint_system,
+)
 
 I1, I2, RAD = 0.7, 1.3, 0.5
 PAR = [I1, I2, RAD]
@@ -42,15 +47,7 @@ def disk() -> NonholonomicSystem:
 
 @functools.cache
 def t3() -> NonholonomicSystem:
-    x, y, z = sp.symbols("x y z", real=True)
-    k = sp.Symbol("k", positive=True)
-    return NonholonomicSystem(
-        [x, y, z],
-        sp.diag(1, 1 + x**2 / 4, 1),
-        k * (x**2 + y * z) / 2,
-        constraints=sp.Matrix([[1, 0, y], [0, 1, x]]),
-        params=[k],
-    )
+    return two_constraint_system()
 
 
 def _multipliers(a: float, b: float) -> list[float]:

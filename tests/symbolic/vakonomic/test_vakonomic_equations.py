@@ -28,21 +28,14 @@ from nhfast.systems import (
     nonholonomic_particle,
     rolling_disk_phi_heading,
     rolling_disk_theta_heading,
+    two_constraint_system,
 )
 
 
 @functools.cache
 def t3_system() -> NonholonomicSystem:
-    """Digest test system T3 with a potential: non-constant metric, m = 2, q-dependent W."""
-    x, y, z = sp.symbols("x y z", real=True)
-    k = sp.Symbol("k", positive=True)
-    return NonholonomicSystem(
-        [x, y, z],
-        sp.diag(1, 1 + x**2 / 4, 1),
-        k * (x**2 + y * z) / 2,
-        constraints=sp.Matrix([[1, 0, y], [0, 1, x]]),
-        params=[k],
-    )
+    """The digests' test system T3 with a potential (m = 2, q-dependent W)."""
+    return two_constraint_system()
 
 
 @functools.cache
