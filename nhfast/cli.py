@@ -264,9 +264,17 @@ def cache_command(action: str) -> int:
     if action == "info":
         info = _jit.cache_info()
         where = "" if info.is_directory else " (not a directory: nothing can be cached there)"
-        print(f"cache: {info.path}{where}\nentries: {info.entries}\nsize: {info.size / 1e6:.2f} MB")
+        print(
+            f"cache: {info.path}{where}\n"
+            f"entries: {info.entries} ({info.sources} generated sources, "
+            f"{info.entries - info.sources} compiled libraries)\n"
+            f"size: {info.size / 1e6:.2f} MB"
+        )
         if info.builds:
-            print(f"build directories: {info.builds} ({info.stale_builds} older than an hour)")
+            print(
+                f"build directories: {info.builds} ({info.stale_builds} abandoned: older than "
+                "an hour or left by a process that has ended; 'nhfast cache clear' removes them)"
+            )
         return 0
     done = _jit.clear_cache()
     builds = done.stale_builds_removed

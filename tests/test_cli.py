@@ -186,7 +186,8 @@ def test_cache_info_and_clear(tmp_path, monkeypatch, capsys):
     entry.mkdir()
     (entry / "lib.so").write_bytes(b"x" * 1000)
     code, out, _ = _run(["cache", "info"], capsys)
-    assert code == 0 and "entries: 1" in out and str(tmp_path) in out
+    assert code == 0 and "entries: 1 (0 generated sources, 1 compiled libraries)" in out
+    assert str(tmp_path) in out
     code, out, _ = _run(["cache", "clear"], capsys)
     assert code == 0 and "removed 1 entries" in out and not entry.exists()
 
@@ -210,7 +211,7 @@ def test_cache_entry_that_is_a_file_stale_builds_and_foreign_files(tmp_path, mon
     assert (info.entries, info.size, info.builds, info.stale_builds) == (2, 800, 2, 1)
     code, out, _ = _run(["cache", "info"], capsys)
     assert code == 0 and "entries: 2" in out
-    assert "build directories: 2 (1 older than an hour)" in out
+    assert "build directories: 2 (1 abandoned: older than an hour or left by a process" in out
     code, out, _ = _run(["cache", "clear"], capsys)
     assert code == 0
     assert f"removed 2 entries and 1 abandoned build directories from {tmp_path}" in out
