@@ -64,6 +64,17 @@ def as_matrix(arg: Any, name: str) -> sp.Matrix:
         raise TypeError(f"{name} could not be converted to a SymPy Matrix: {exc}") from exc
 
 
+def as_column(arg: Any, name: str, n: int) -> sp.Matrix:
+    """``arg`` (a row or a column) as an ``n x 1`` SymPy Matrix, else ``ValueError`` naming
+    ``name``."""
+    m = as_matrix(arg, name)
+    if m.shape == (1, n):
+        m = m.T
+    if m.shape != (n, 1):
+        raise ValueError(f"{name} must be a column with {n} components, got shape {m.shape}")
+    return m
+
+
 def as_expr(arg: Any, name: str) -> sp.Expr:
     """Sympify ``arg`` strictly (no strings) or raise ``TypeError``."""
     if isinstance(arg, str):

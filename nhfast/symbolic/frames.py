@@ -22,7 +22,14 @@ from typing import Any
 
 import sympy as sp
 
-from nhfast.symbolic._util import Simplifier, as_matrix, as_symbol_list, simplifier, zeros3
+from nhfast.symbolic._util import (
+    Simplifier,
+    as_column,
+    as_matrix,
+    as_symbol_list,
+    simplifier,
+    zeros3,
+)
 
 __all__ = [
     "lie_bracket",
@@ -35,15 +42,6 @@ __all__ = [
     "coefficients_from_pairings",
     "is_skew",
 ]
-
-
-def _column(vec: Any, name: str, n: int) -> sp.Matrix:
-    m = as_matrix(vec, name)
-    if m.shape == (1, n):
-        m = m.T
-    if m.shape != (n, 1):
-        raise ValueError(f"{name} must be a column with {n} components, got shape {m.shape}")
-    return m
 
 
 def lie_bracket(x: Any, y: Any, q: Sequence[sp.Symbol]) -> sp.Matrix:
@@ -63,8 +61,8 @@ def lie_bracket(x: Any, y: Any, q: Sequence[sp.Symbol]) -> sp.Matrix:
     """
     q = as_symbol_list(q, "q")
     n = len(q)
-    xc = _column(x, "x", n)
-    yc = _column(y, "y", n)
+    xc = as_column(x, "x", n)
+    yc = as_column(y, "y", n)
     return yc.jacobian(q) * xc - xc.jacobian(q) * yc
 
 

@@ -57,6 +57,7 @@ import sympy as sp
 
 from nhfast.symbolic._util import (
     Simplifier,
+    as_column,
     as_expr,
     as_matrix,
     as_symbol_list,
@@ -82,15 +83,6 @@ __all__ = [
     "euler_poincare_suslov",
     "lie_vakonomic_equations",
 ]
-
-
-def _column(arg: Any, name: str, size: int) -> sp.Matrix:
-    col = as_matrix(arg, name)
-    if col.shape == (1, size):
-        col = col.T
-    if col.shape != (size, 1):
-        raise ValueError(f"{name} must have {size} components, got shape {col.shape}")
-    return col
 
 
 def admissible_variation(
@@ -137,9 +129,9 @@ def admissible_variation(
     A = as_matrix(frame, "frame")
     if A.shape != (n, n):
         raise ValueError(f"frame must be {n} x {n}, got shape {A.shape}")
-    qt = _column(path, "path", n)
-    vc = _column(v, "v", n)
-    wc = _column(w, "w", n)
+    qt = as_column(path, "path", n)
+    vc = as_column(v, "v", n)
+    wc = as_column(w, "w", n)
     C = anholonomity(A, q, simplify=simplify)
     on_path = dict(zip(q, qt, strict=True))
     dv = sp.Matrix(
@@ -220,7 +212,7 @@ class ChaplyginBundle:
     def R(self, X: Any, Y: Any) -> sp.Matrix:
         """``R(q)(X, Y)^alpha = R^alpha_ij X^i Y^j`` (``k`` entries)."""
         m, k = self.rank, self.dim_group
-        Xc, Yc = _column(X, "X", m), _column(Y, "Y", m)
+        Xc, Yc = as_column(X, "X", m), as_column(Y, "Y", m)
         return sp.Matrix(
             [
                 sum(
@@ -234,7 +226,7 @@ class ChaplyginBundle:
     def B(self, X: Any, b: Any) -> sp.Matrix:
         """``B(q)(X, b)^alpha = B^alpha_{i beta} X^i b^beta`` (``k`` entries)."""
         m, k = self.rank, self.dim_group
-        Xc, bc = _column(X, "X", m), _column(b, "b", k)
+        Xc, bc = as_column(X, "X", m), as_column(b, "b", k)
         return sp.Matrix(
             [
                 sum(
@@ -252,7 +244,7 @@ class ChaplyginBundle:
     def total_derivative(self, f: Any, ydot: Any) -> sp.Expr:
         """``d/dt f(q, y)`` along a horizontal curve: ``qdot = frame_H y``, ``y' = ydot``."""
         f = sp.sympify(f)
-        yd = _column(ydot, "ydot", self.rank)
+        yd = as_column(ydot, "ydot", self.rank)
         qd = self.horizontal_velocity
         out = sum((sp.diff(f, c) * qd[i] for i, c in enumerate(self.q)), sp.Integer(0))
         return out + sum((sp.diff(f, c) * yd[i] for i, c in enumerate(self.y)), sp.Integer(0))
@@ -407,7 +399,7 @@ def generator_equation(bundle: ChaplyginBundle, X: Any, Y: Any, b: Any, bdot: An
         ``k`` entries; zero iff the variation is vakonomic.
     """
     k = bundle.dim_group
-    return _column(bdot, "bdot", k) + bundle.B(X, b) + bundle.R(X, Y)
+    return as_column(bdot, "bdot", k) + bundle.B(X, b) + bundle.R(X, Y)
 
 
 def multiplier_equation(
@@ -439,7 +431,7 @@ def multiplier_equation(
         ``k`` entries.
     """
     k, m = bundle.dim_group, bundle.rank
-    lm, ld = _column(lam, "lam", k), _column(lamdot, "lamdot", k)
+    lm, ld = as_column(lam, "lam", k), as_column(lamdot, "lamdot", k)
     y = sp.Matrix(bundle.y)
     P = bundle.FL - lm
     out = []
@@ -486,7 +478,7 @@ def coordinate_multipliers(bundle: ChaplyginBundle, forms: Any, lam: Any) -> sp.
     if any(sp.simplify(e) != 0 for e in W * bundle.frame[:, :m]):
         raise ValueError("forms do not annihilate the horizontal frame fields")
     N = (W * bundle.frame[:, m:]).applyfunc(sp.simplify)
-    return -(N.T.LUsolve(_column(lam, "lam", k))).applyfunc(sp.simplify)
+    return -(N.T.LUsolve(as_column(lam, "lam", k))).applyfunc(sp.simplify)
 
 
 @dataclass
@@ -589,7 +581,7 @@ def integral_criterion(
     Yv = sp.Matrix(Ysym)
     parts = [
         *bundle.horizontal_velocity,
-        *_column(ydot, "ydot", m),
+        *as_column(ydot, "ydot", m),
         *(-bundle.B(yv, bv) - bundle.R(yv, Yv)),
         (bundle.HL.T * bv)[0, 0],
         (bundle.FL.T * bundle.R(yv, Yv))[0, 0],
@@ -716,7 +708,7 @@ class LeftInvariantConstraint:
     def bracket(self, x: Any, y: Any) -> sp.Matrix:
         """``[x, y]^a = c^a_bc x^b y^c``."""
         N = self.dim
-        xc, yc = _column(x, "x", N), _column(y, "y", N)
+        xc, yc = as_column(x, "x", N), as_column(y, "y", N)
         c = self.structure
         return sp.Matrix(
             [
@@ -731,7 +723,7 @@ class LeftInvariantConstraint:
     def ad_star(self, x: Any, phi: Any) -> sp.Matrix:
         """``(ad*_x phi)_g = c^a_bg x^b phi_a``, i.e. ``<ad*_x phi, xi> = <phi, [x, xi]>``."""
         N = self.dim
-        xc, pc = _column(x, "x", N), _column(phi, "phi", N)
+        xc, pc = as_column(x, "x", N), as_column(phi, "phi", N)
         c = self.structure
         return sp.Matrix(
             [
@@ -742,7 +734,7 @@ class LeftInvariantConstraint:
 
     def _split(self, x: Any) -> tuple[sp.Matrix, sp.Matrix]:
         full = self.d_basis.row_join(self.complement)
-        coef = full.LUsolve(_column(x, "x", self.dim))
+        coef = full.LUsolve(as_column(x, "x", self.dim))
         m = self.d_basis.cols
         return self.d_basis * coef[:m, :], self.complement * coef[m:, :]
 
@@ -758,13 +750,13 @@ class LeftInvariantConstraint:
         """The covector in ``Ann(d)`` with components ``lam`` on the basis of ``d'``."""
         k = self.complement.cols
         full = self.d_basis.row_join(self.complement)
-        rhs = sp.zeros(self.d_basis.cols, 1).col_join(_column(lam, "lam", k))
+        rhs = sp.zeros(self.d_basis.cols, 1).col_join(as_column(lam, "lam", k))
         return full.T.LUsolve(rhs)
 
     def total_derivative(self, f: Any, etadot: Any) -> sp.Expr:
         """``d/dt f(h, eta)`` with ``hdot = A(h) eta`` (5.1) and ``eta' = etadot``."""
         f = sp.sympify(f)
-        ed = _column(etadot, "etadot", self.dim)
+        ed = as_column(etadot, "etadot", self.dim)
         out = sum((sp.diff(f, e) * ed[i] for i, e in enumerate(self.eta)), sp.Integer(0))
         if self.group and self.frame is not None:
             hd = self.frame * sp.Matrix(self.eta)
@@ -859,7 +851,7 @@ def lie_generator_equation(data: LeftInvariantConstraint, a: Any, b: Any, bdot: 
     """
     eta = sp.Matrix(data.eta)
     return (
-        _column(bdot, "bdot", data.dim)
+        as_column(bdot, "bdot", data.dim)
         + data.P_prime(data.bracket(eta, a))
         + data.P_prime(data.bracket(eta, b))
     )
@@ -875,7 +867,7 @@ def lie_integral_criterion_integrands(
     integrals agree for all ``(a, b)`` vanishing at the ends and related by (5.3).
     """
     eta = sp.Matrix(data.eta)
-    bc = _column(b, "b", data.dim)
+    bc = as_column(b, "b", data.dim)
     lhs = (data.rho.T * bc)[0, 0] + (data.mu.T * data.P(data.bracket(eta, bc)))[0, 0]
     rhs = (data.mu.T * data.P_prime(data.bracket(eta, a)))[0, 0]
     return lhs, rhs
