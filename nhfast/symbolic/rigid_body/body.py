@@ -1,0 +1,459 @@
+"""Rigid bodies on SO(n) described at matrix level, their equations derived without components.
+
+A body is an inertia operator ``I`` on ``so(n)`` (a SymPy function of the skew matrix ``Om``
+and of declared parameters), a potential ``U(gamma)`` of the advected ``gamma = g^T e_n``, and
+a constraint ``Omega in b ^ R^n`` -- ``b = gamma`` (space-fixed, right-invariant: the Veselova
+or LR family) or ``b = e`` a fixed body vector (left-invariant: the Suslov family); here
+``u ^ w = u w^T - w u^T`` and ``<X, Y> = -1/2 tr(X Y)``.
+
+Derivation (Lagrange-d'Alembert in the body frame, ``Omega = b ^ v`` with ``v . b = 0``)::
+
+    Mdot = [M, Omega] + tau + lambda,   M = I(Omega),  tau = grad U ^ gamma,  lambda in D^o
+    <X, b ^ u> = -u . (X b)    so  D^o  is  { X : P_b X b = 0 }  (P_b = 1 - b b^T / |b|^2)
+    m := -M b  (the momentum: p(u) = <M, b ^ u> = u . m),   m . b = 0
+    mdot = -P_b([M, Omega] b + tau b + M bdot) - (bdot . m) b / |b|^2,  bdot = -Omega b or 0
+    gammadot = -Omega gamma
+
+and the velocity from the momentum through the reduced metric ``K_b w = -I(b ^ w) b``
+(symmetric, ``K_b b = 0``, positive on ``b^perp``): ``(K_b + b b^T) v = P_b m``.  Each of these
+is a matrix expression that :mod:`nhfast.symbolic.rigid_body.algebra` expands (with the
+symbolic dimension ``n``), so ``[M, Omega] b + M bdot`` is simplified by cancellation of
+canonical dot products, not by hand.  The operator ``K_b + b b^T`` is then classified:
+diagonal plus low rank (``A Om A``, ``J Om + Om J``, any operator made of diagonal matrices)
+gives a closed-form Woodbury solve, ``O(n)`` per lane; a parameter matrix acting on the
+unknown (a Hadamard inertia ``H o Om``) gives a dense per-lane solve.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sympy as sp
+from sympy.matrices.expressions import DiagMatrix, MatrixExpr, MatrixSymbol, ZeroMatrix
+
+from nhfast.codegen.indexed import IndexedProgram
+from nhfast.structured_field import StructuredVectorField
+from nhfast.symbolic.rigid_body.algebra import (
+    DIM,
+    Lowering,
+    Node,
+    Scalars,
+    VecPoly,
+    expand_scalar,
+    expand_vector,
+    extract,
+    gradient,
+    leaf,
+)
+
+__all__ = [
+    "Param",
+    "Constraint",
+    "RigidBody",
+    "Derivation",
+    "diagonal",
+    "vector",
+    "symmetric",
+    "scalar",
+    "space_fixed",
+    "body_fixed",
+    "OBSERVABLES",
+]
+
+#: Observables of every rigid-body program, in order.
+OBSERVABLES = ("energy", "gamma_norm", "momentum_constraint", "log_det_metric")
+
+#: At most this many rank-one terms get a closed-form (Woodbury) solve.
+WOODBURY_MAX_RANK = 4
+
+_KINDS = ("diagonal", "vector", "symmetric", "scalar")
+_RESERVED = {"gamma", "m", "v", "w", "e", "rb_dU", "n"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """A declared parameter of a rigid body (see :func:`diagonal` and friends)."""
+
+    name: str
+    kind: str
+    positive: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ValueError(f"parameter name must be an identifier, got {self.name!r}")
+        if self.name in _RESERVED or self.name.startswith("rb_"):
+            raise ValueError(f"parameter name {self.name!r} is reserved")
+        if self.kind not in _KINDS:
+            raise ValueError(f"parameter kind must be one of {_KINDS}, got {self.kind!r}")
+
+    def size(self, n: int) -> int:
+        """Entries in the parameter vector."""
+        return {"diagonal": n, "vector": n, "symmetric": n * n, "scalar": 1}[self.kind]
+
+    def symbolic(self) -> Any:
+        """The object handed to the user's inertia and potential callables."""
+        if self.kind == "diagonal":
+            return DiagMatrix(MatrixSymbol(self.name, DIM, 1))
+        if self.kind == "vector":
+            return MatrixSymbol(self.name, DIM, 1)
+        if self.kind == "symmetric":
+            return MatrixSymbol(self.name, DIM, DIM)
+        return sp.Symbol(self.name, real=True, positive=self.positive or None)
+
+
+def diagonal(name: str, positive: bool = False) -> Param:
+    """A diagonal matrix ``DiagMatrix(name)`` of ``n`` parameters ``name1..name<n>``."""
+    return Param(name, "diagonal", positive)
+
+
+def vector(name: str) -> Param:
+    """A column vector of ``n`` parameters."""
+    return Param(name, "vector")
+
+
+def symmetric(name: str) -> Param:
+    """A symmetric ``n x n`` parameter matrix (``n*n`` entries, row-major, ``H[i,j] = H[j,i]``
+    expected), e.g. one inertia per pair: ``HadamardProduct(H, Om)``."""
+    return Param(name, "symmetric")
+
+
+def scalar(name: str, positive: bool = False) -> Param:
+    """One scalar parameter."""
+    return Param(name, "scalar", positive)
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """``Omega in b ^ R^n``: ``space_fixed`` (``b = gamma``) or ``body_fixed`` (``b = e_n``)."""
+
+    kind: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("space_fixed", "body_fixed"):
+            raise ValueError(f"constraint kind must be space_fixed or body_fixed, got {self.kind}")
+
+
+def space_fixed() -> Constraint:
+    """Right-invariant constraint of the Veselova (LR) family: the angular velocity in space is
+    orthogonal to the fixed axis ``e_n``; in the body ``Omega in gamma ^ R^n``."""
+    return Constraint("space_fixed")
+
+
+def body_fixed() -> Constraint:
+    """Left-invariant constraint of the Suslov family: ``Omega in e_n ^ R^n`` (``Omega_ij = 0``
+    for ``i < j < n``)."""
+    return Constraint("body_fixed")
+
+
+@dataclass
+class Derivation:
+    """The derived equations, in the symbolic dimension (see the module docstring).
+
+    Attributes
+    ----------
+    gamma_dot, m_dot : VecPoly
+        Right-hand sides, in the vectors ``gamma``, ``m``, ``v`` (the solved velocity) and
+        the parameters.
+    diag : VecPoly
+        Diagonal part of ``K_b + b b^T``.
+    rank : list of (VecPoly, Node)
+        Rank-one parts ``u z^T``.
+    dense : list of (VecPoly, str, Node)
+        Parts ``left o H (right o w)``.
+    energy : sympy.Expr
+        ``1/2 m . v + U``.
+    scalars : Scalars
+        Registry of the dot products in the expressions.
+    """
+
+    b: str
+    gamma_dot: VecPoly
+    m_dot: VecPoly
+    diag: VecPoly
+    rank: list[tuple[VecPoly, Node]]
+    dense: list[tuple[VecPoly, str, Node]]
+    energy: sp.Expr
+    scalars: Scalars
+    potential: sp.Expr
+
+
+class RigidBody:
+    """A rigid body on SO(n) with a matrix-level inertia, potential and constraint.
+
+    Parameters
+    ----------
+    n : int
+        ``n >= 3``.
+    inertia : callable
+        ``inertia(Om, *params) -> n x n`` SymPy matrix expression, linear in ``Om`` (the skew
+        body angular velocity), symmetric and positive for ``<., .>``.  ``params`` are the
+        objects of the declared parameters, in order: ``DiagMatrix`` for :func:`diagonal`,
+        ``MatrixSymbol`` for :func:`vector` and :func:`symmetric`, a Symbol for
+        :func:`scalar`.  E.g. ``lambda Om, J: J*Om + Om*J`` with ``[diagonal("j")]``.
+    params : sequence of Param, optional
+    potential : callable, optional
+        ``potential(gamma, *params)`` -> a ``1 x 1`` matrix expression, or a scalar made of
+        ``[0, 0]`` elements of such (e.g. ``(chi.T*gamma)[0, 0]``), numbers and scalar
+        parameters.
+    component_potential : callable, optional
+        ``U([gamma1, ..., gamma_n])`` of the components at this ``n`` (its gradient is emitted
+        component by component); instead of ``potential``.
+    constraint : Constraint, optional
+        :func:`space_fixed` (default) or :func:`body_fixed`.
+    name : str, optional
+
+    Examples
+    --------
+    >>> from nhfast.symbolic import rigid_body as rb
+    >>> body = rb.RigidBody(32, lambda Om, J: J * Om + Om * J, [rb.diagonal("j")])
+    >>> prog = body.program()          # an IndexedProgram: rhs, observables, divergence
+    >>> prog.n_state, prog.n_params
+    (64, 32)
+    """
+
+    def __init__(
+        self,
+        n: int,
+        inertia: Callable[..., Any],
+        params: Sequence[Param] = (),
+        potential: Callable[..., Any] | None = None,
+        component_potential: Callable[[list[sp.Symbol]], Any] | None = None,
+        constraint: Constraint | None = None,
+        name: str | None = None,
+    ) -> None:
+        if not isinstance(n, int) or isinstance(n, bool) or n < 3:
+            raise ValueError(f"n must be an int >= 3, got {n!r}")
+        if not callable(inertia):
+            raise TypeError("inertia must be a callable inertia(Om, *params)")
+        params = tuple(params)
+        for p in params:
+            if not isinstance(p, Param):
+                raise TypeError(f"params must be Param declarations (rb.diagonal ...), got {p!r}")
+        names = [p.name for p in params]
+        if len(set(names)) != len(names):
+            raise ValueError(f"parameter names repeat: {names}")
+        if potential is not None and component_potential is not None:
+            raise ValueError("give potential or component_potential, not both")
+        constraint = space_fixed() if constraint is None else constraint
+        if not isinstance(constraint, Constraint):
+            raise TypeError("constraint must be rb.space_fixed() or rb.body_fixed()")
+        self.n = n
+        self.inertia = inertia
+        self.params = params
+        self.potential = potential
+        self.component_potential = component_potential
+        self.constraint = constraint
+        self.name = name or f"rigid_body_{constraint.kind}_{n}"
+        self._derivation: Derivation | None = None
+
+    # ------------------------------------------------------------------ derivation ----
+    @property
+    def symmetric_names(self) -> set[str]:
+        """Names of the symmetric parameter matrices."""
+        return {p.name for p in self.params if p.kind == "symmetric"}
+
+    def _apply(self, om: MatrixExpr) -> MatrixExpr:
+        objs = [p.symbolic() for p in self.params]
+        out = self.inertia(om, *objs)
+        if not isinstance(out, MatrixExpr) or out.shape != (DIM, DIM):
+            raise ValueError(
+                f"inertia(Om, ...) must return an n x n matrix expression, got {out!r}"
+            )
+        return out
+
+    def derive(self) -> Derivation:
+        """The equations in the symbolic dimension (cached; independent of ``n``)."""
+        if self._derivation is None:
+            self._derivation = self._derive()
+        return self._derivation
+
+    def _derive(self) -> Derivation:
+        space = self.constraint.kind == "space_fixed"
+        bname = "gamma" if space else "e"
+        B = MatrixSymbol(bname, DIM, 1)
+        G = MatrixSymbol("gamma", DIM, 1)
+        V = MatrixSymbol("v", DIM, 1)
+        W = MatrixSymbol("w", DIM, 1)
+        gauge = leaf(bname, "v")
+        scalars = Scalars(zero=lambda node: node == gauge)
+        sym = self.symmetric_names
+
+        def vec(e: Any) -> VecPoly:
+            return expand_vector(e, scalars, sym)
+
+        b = leaf(bname)
+        r2b = scalars.of(leaf(bname, bname))
+
+        def project(y: VecPoly) -> VecPoly:
+            return y - VecPoly.of(b, y.dot(b, scalars) / r2b)
+
+        om_v = B * V.T - V * B.T
+        om_w = B * W.T - W * B.T
+        # the reduced metric plus b b^T, as an operator on the unknown w
+        op = vec(-self._apply(om_w) * B) + VecPoly.of(b, scalars.of(leaf(bname, "w")))
+        diag, rank, dense = _classify(op, scalars)
+        # the potential and its torque
+        pot, grad = self._potential(scalars)
+        # momentum equation
+        M = self._apply(om_v)
+        bdot = -om_v * B if space else ZeroMatrix(DIM, 1)
+        x = vec(M * (om_v * B) - om_v * (M * B) + M * bdot)
+        tau_b = grad.scaled(scalars.of(leaf("gamma", bname))) - VecPoly.of(
+            leaf("gamma"), grad.dot(b, scalars)
+        )
+        m_dot = -project(x + tau_b)
+        if space:
+            bdot_m = vec(bdot).dot(leaf("m"), scalars)
+            m_dot = m_dot - VecPoly.of(b, bdot_m / r2b)
+        gamma_dot = vec(-om_v * G)
+        energy = sp.Rational(1, 2) * scalars.of(leaf("m", "v")) + pot
+        return Derivation(bname, gamma_dot, m_dot, diag, rank, dense, energy, scalars, pot)
+
+    def _potential(self, scalars: Scalars) -> tuple[sp.Expr, VecPoly]:
+        if self.component_potential is not None:
+            return sp.Symbol("rb_U", real=True), VecPoly.of(leaf("rb_dU"))
+        if self.potential is None:
+            return sp.Integer(0), VecPoly()
+        objs = [p.symbolic() for p in self.params]
+        u = expand_scalar(
+            self.potential(MatrixSymbol("gamma", DIM, 1), *objs), scalars, self.symmetric_names
+        )
+        return u, gradient(u, "gamma", scalars)
+
+    # ------------------------------------------------------------------- lowering ----
+    def program(self) -> IndexedProgram:
+        """The derived equations as an indexed program (structured loops over the index).
+
+        States ``gamma_1..gamma_n, m_1..m_n``; parameters in declaration order; outputs
+        ``rhs``, ``observables`` (:data:`OBSERVABLES`) and ``divergence``.
+        """
+        d = self.derive()
+        n = self.n
+        prog = IndexedProgram(n)
+        handles: dict[str, sp.Symbol] = {}
+        gam = list(sp.symbols(f"gamma1:{n + 1}", real=True))
+        handles["gamma"] = prog.state_vector("gamma", gam)
+        handles["m"] = prog.state_vector("m", list(sp.symbols(f"m1:{n + 1}", real=True)))
+        matrices: dict[str, sp.Symbol] = {}
+        values: dict[sp.Symbol, sp.Expr] = {}
+        for p in self.params:
+            if p.kind in ("diagonal", "vector"):
+                comps = list(
+                    sp.symbols(f"{p.name}1:{n + 1}", real=True, positive=p.positive or None)
+                )
+                handles[p.name] = prog.param_vector(p.name, comps)
+            elif p.kind == "symmetric":
+                matrices[p.name] = prog.param_matrix(p.name)
+            else:
+                values[p.symbolic()] = prog.param_scalar(p.name)
+        if d.b == "e":
+            handles["e"] = prog.unrolled("rb_axis", [sp.Integer(0)] * (n - 1) + [sp.Integer(1)])
+        low = Lowering(prog, handles, matrices, d.scalars, values)
+        if self.component_potential is not None:
+            u = sp.sympify(self.component_potential(gam))
+            if u.free_symbols - set(gam) - set(values):
+                extra = ", ".join(sorted(map(str, u.free_symbols - set(gam))))
+                raise ValueError(
+                    f"component_potential may depend on gamma1..gamma{n}, found {extra}"
+                )
+            low.handles["rb_dU"] = prog.unrolled(
+                "rb_dU", [sp.diff(u, g).xreplace(values) for g in gam]
+            )
+            low.values[sp.Symbol("rb_U", real=True)] = prog.scalar("rb_U", u.xreplace(values))
+        # v from (K_b + b b^T) v = P_b m
+        r2b = low.scalar(d.scalars.of(leaf(d.b, d.b)))
+        bm = low.scalar(d.scalars.of(leaf(d.b, "m")))
+        b_h = handles[d.b]
+        f = prog.vector("rb_f", handles["m"] - (bm / r2b) * b_h)
+        v, logdet = _solve(low, d, f)
+        low.handles["v"] = v
+        prog.output("rhs", [low.vector(d.gamma_dot), low.vector(d.m_dot)])
+        gnorm = low.scalar(d.scalars.of(leaf("gamma", "gamma")))
+        prog.output(
+            "observables",
+            [low.scalar(d.energy), gnorm, bm, logdet - sp.log(r2b)],
+            names=OBSERVABLES,
+        )
+        return prog
+
+    def vector_field(self) -> StructuredVectorField:
+        """The body as a :class:`~nhfast.structured_field.StructuredVectorField`.
+
+        Pass it to :func:`nhfast.integrate`; its domain is ``|gamma| > 0``.
+        """
+        prog = self.program()
+        gam = prog.state_symbols[: self.n]
+        domain = {"gamma != 0": sp.Add(*[g**2 for g in gam])}
+        return StructuredVectorField(prog, name=self.name, domain=domain)
+
+
+def _classify(
+    op: VecPoly, scalars: Scalars
+) -> tuple[VecPoly, list[tuple[VecPoly, Node]], list[tuple[VecPoly, str, Node]]]:
+    """Split an operator linear in ``w`` into diagonal, rank-one and dense parts."""
+    diag = VecPoly()
+    rank: dict[Node, VecPoly] = {}
+    dense: list[tuple[VecPoly, str, Node]] = []
+    wsyms = {s for s, node in scalars.nodes.items() if "w" in node.names()}
+    for node, coef in op.terms.items():
+        if "w" in node.names():
+            if node.group.count("w") == 1 and node.count("w") == 1:
+                diag = diag + VecPoly.of(node.without("w"), coef)
+                continue
+            hit = [(k, (o, kid)) for k, (o, kid) in enumerate(node.kids) if "w" in kid.group]
+            if len(hit) == 1 and hit[0][1][1].count("w") == 1 and node.count("w") == 1:
+                k, (o, kid) = hit[0]
+                left = Node(node.group, node.kids[:k] + node.kids[k + 1 :])
+                dense.append((VecPoly.of(left, coef), o[1], kid.without("w")))
+                continue
+            raise NotImplementedError(
+                "the inertia operator applies a matrix to the unknown more than once; "
+                "only diagonal, low-rank and one-matrix terms are supported"
+            )
+        poly = sp.Poly(sp.expand(coef), *sorted(wsyms, key=str)) if wsyms else None
+        if poly is None or poly.total_degree() < 1:
+            raise ValueError("the reduced metric has a term without the unknown: not linear")
+        for monom, c in poly.terms():
+            if sum(monom) != 1:
+                raise ValueError("the reduced metric is not linear in the velocity")
+            s = sorted(wsyms, key=str)[monom.index(1)]
+            for z in extract(scalars.nodes[s], "w"):
+                rank[z] = rank.get(z, VecPoly()) + VecPoly.of(node, c)
+    rank_list = [(u, z) for z, u in sorted(rank.items()) if u.terms]
+    return diag, rank_list, dense
+
+
+def _solve(low: Lowering, d: Derivation, f: sp.Symbol) -> tuple[sp.Symbol, sp.Expr]:
+    """Emit ``v = (D + U Z^T + dense)^{-1} f``; returns ``(v, log|det|)``."""
+    prog = low.prog
+    if not d.diag.terms:
+        raise ValueError("the reduced metric has no diagonal part; not supported")
+    D = prog.vector("rb_D", low.vector(d.diag))
+    us = [prog.vector(low.name("u"), low.vector(u)) for u, _ in d.rank]
+    zs = [low.node(z) for _, z in d.rank]
+    if d.dense or len(us) > WOODBURY_MAX_RANK:
+        terms = [(u, None, z) for u, z in zip(us, zs, strict=True)]
+        for left, mat, right in d.dense:
+            terms.append((low.vector(left), low.matrices[mat], low.node(right)))
+        v, logdet = prog.solve("v", f, diag=D, terms=terms, logdet="rb_logdet")
+        return v, logdet
+    iD = prog.vector("rb_iD", 1 / D)
+    R = len(us)
+    logdet = prog.reduce("rb_logD", sp.log(sp.Abs(D)))
+    if R == 0:
+        return prog.vector("v", f * iD), logdet
+    cap = sp.zeros(R, R)
+    rhs = sp.zeros(R, 1)
+    for r in range(R):
+        for q in range(R):
+            cap[r, q] = (1 if r == q else 0) + prog.reduce(low.name("c"), zs[r] * us[q] * iD)
+        rhs[r] = prog.reduce(low.name("g"), zs[r] * f * iD)
+    # Cramer's rule: the capacitance as a whole is regular (det K = det D det C), but its
+    # leading entries may vanish (D + u z^T alone is singular when K_b b = 0)
+    det = prog.scalar("rb_detC", cap.det(method="berkowitz"))
+    sol = cap.adjugate(method="berkowitz") * rhs
+    ts = [prog.scalar(low.name("t"), sol[r] / det) for r in range(R)]
+    v = prog.vector("v", (f - sp.Add(*[t * u for t, u in zip(ts, us, strict=True)])) * iD)
+    return v, logdet + sp.log(sp.Abs(det))
