@@ -52,6 +52,7 @@ def rigid_body(
     constraint: str = "space_fixed",
     potential: Callable[..., Any] | None = None,
     component_potential: Callable[[list[sp.Symbol]], Any] | None = None,
+    axis: bool = False,
 ) -> rb.RigidBody:
     """The description (:class:`~nhfast.symbolic.rigid_body.RigidBody`) of a named body.
 
@@ -65,11 +66,32 @@ def rigid_body(
     potential, component_potential : callable, optional
         As for :class:`~nhfast.symbolic.rigid_body.RigidBody` (``potential(gamma, *params)``
         at matrix level, or ``component_potential([gamma1, ...])``).
+    axis : bool
+        ``body_fixed`` only: the constraint axis is a parameter vector ``e`` (after the
+        inertia's parameters) instead of ``e_n``; ``e_n`` is an eigenvector of the named
+        inertias, so only a tilted axis gives non-trivial free motion.
     """
     fn, params = _named(inertia)
     if constraint not in ("space_fixed", "body_fixed"):
         raise ValueError(f"constraint must be 'space_fixed' or 'body_fixed', got {constraint!r}")
-    con = rb.space_fixed() if constraint == "space_fixed" else rb.body_fixed()
+    if axis and constraint != "body_fixed":
+        raise ValueError("axis=True needs constraint='body_fixed'")
+    if axis:
+        params = (*params, rb.vector("axis"))
+        inner = fn
+
+        def fn(Om: Any, *p: Any) -> Any:
+            return inner(Om, *p[:-1])
+
+        if potential is not None:
+            pot = potential
+
+            def potential(gamma: Any, *p: Any) -> Any:
+                return pot(gamma, *p[:-1])
+
+    con = (
+        rb.space_fixed() if constraint == "space_fixed" else rb.body_fixed("axis" if axis else None)
+    )
     family = "veselova" if constraint == "space_fixed" else "suslov"
     return rb.RigidBody(
         n,
@@ -105,21 +127,39 @@ def veselova_rigid_body(
 
 
 def suslov_rigid_body(
-    n: int, inertia: str = "physical", potential: Any = None
+    n: int, inertia: str = "physical", potential: Any = None, axis: bool = True
 ) -> StructuredVectorField:
-    """The n-dimensional Suslov problem (``Omega in e_n ^ R^n``) with a named inertia."""
-    return rigid_body(n, inertia, "body_fixed", component_potential=potential).vector_field()
+    """The n-dimensional Suslov problem (``Omega in e ^ R^n``, ``e`` fixed in the body).
+
+    With ``axis=True`` (default) ``e`` is the last parameter vector (see
+    :func:`rigid_body_params` with ``axis=True``), so the free motion is not trivial; with
+    ``axis=False`` it is ``e_n``.
+    """
+    body = rigid_body(n, inertia, "body_fixed", component_potential=potential, axis=axis)
+    return body.vector_field()
 
 
 def rigid_body_params(
-    n: int, inertia: str = "physical", rng: np.random.Generator | None = None
+    n: int,
+    inertia: str = "physical",
+    rng: np.random.Generator | None = None,
+    axis: bool = False,
 ) -> np.ndarray:
     """A parameter vector for a named inertia (distinct moments: a generic body).
 
     Without ``rng``: ``a_i = j_i = 1 + i/n`` and ``H_ij = j_i + j_j`` (the physical body's pair
     moments, so "pairwise" and "physical" agree); with ``rng``: random positive moments
-    (``H`` symmetric with entries in ``[1, 2]``).
+    (``H`` symmetric with entries in ``[1, 2]``).  With ``axis=True`` a unit Suslov axis
+    follows (``e_n`` tilted towards ``e_1``, or random with ``rng``).
     """
+    if axis:
+        if rng is None:
+            e = np.zeros(n)
+            e[-1], e[0] = 1.0, 0.5
+        else:
+            e = rng.normal(size=n)
+        base = rigid_body_params(n, inertia, rng)
+        return np.concatenate([base, e / np.linalg.norm(e)])
     _named(inertia)
     if rng is None:
         d = 1.0 + np.arange(1, n + 1) / n
@@ -154,8 +194,11 @@ def omega_from_state(
     params: np.ndarray,
     inertia: str = "physical",
     constraint: str = "space_fixed",
+    axis: np.ndarray | None = None,
 ) -> np.ndarray:
     """The body angular velocity ``Omega = b ^ v`` of states ``(gamma, m)`` (NumPy, dense).
+
+    ``params`` are the inertia's parameters; ``axis`` the Suslov axis (default ``e_n``).
 
     Solves ``-P_b I(b ^ v) b = m``, ``v . b = 0`` by assembling the reduced metric column by
     column (an independent, ``O(n^4)`` route, for checks).
@@ -168,7 +211,8 @@ def omega_from_state(
     m = np.asarray(m, dtype=float)
     n = gamma.shape[-1]
     op = inertia_operator(inertia, params)
-    b = gamma if constraint == "space_fixed" else np.broadcast_to(np.eye(n)[-1], gamma.shape)
+    e = np.eye(n)[-1] if axis is None else np.asarray(axis, dtype=float)
+    b = gamma if constraint == "space_fixed" else np.broadcast_to(e, gamma.shape)
     eye = np.eye(n)
 
     def wedge(u: np.ndarray, w: np.ndarray) -> np.ndarray:

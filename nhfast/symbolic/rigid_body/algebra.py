@@ -37,6 +37,8 @@ from sympy.matrices.expressions import (
     Transpose,
     ZeroMatrix,
 )
+from sympy.matrices.expressions.matexpr import MatrixElement
+from sympy.matrices.expressions.trace import Trace
 
 __all__ = [
     "DIM",
@@ -341,10 +343,11 @@ def expand_vector(e: Any, scalars: Scalars, symmetric: Iterable[str] = ()) -> Ve
 
 
 def expand_scalar(e: Any, scalars: Scalars, symmetric: Iterable[str] = ()) -> sp.Expr:
-    """A scalar built from ``1 x 1`` matrix expressions (e.g. ``chi.T * gamma``), expanded.
+    """A scalar built from dot products, expanded: a ``1 x 1`` matrix expression (e.g.
+    ``chi.T * gamma``) or an expression in ``sp.trace`` of such (``sp.trace(chi.T*gamma)**2``).
 
-    ``1 x 1`` matrix expressions and their ``[0, 0]`` elements become reduction symbols;
-    anything else (numbers, scalar parameters, functions of those) is kept.
+    Dot products become reduction symbols; anything else (numbers, scalar parameters,
+    functions of those) is kept.
     """
     sym = set(symmetric)
 
@@ -362,14 +365,19 @@ def expand_scalar(e: Any, scalars: Scalars, symmetric: Iterable[str] = ()) -> sp
         return sp.expand(one(e))
     e = sp.sympify(e)
     rep = {}
-    for a in e.atoms(sp.MatrixElement):
-        if a.parent.shape == (1, 1):
-            rep[a] = one(a.parent)
-        else:
-            raise ValueError(f"{a}: only 1 x 1 matrix expressions may appear in a scalar")
-    for a in e.atoms(MatrixExpr):
-        raise ValueError(f"{a}: use [0, 0] of 1 x 1 matrix expressions inside a scalar")
-    return e.xreplace(rep)
+    for a in e.atoms(Trace):
+        if a.arg.shape != (1, 1):
+            raise ValueError(f"{a}: only traces of 1 x 1 expressions (dot products) are supported")
+        rep[a] = one(a.arg)
+    if e.atoms(MatrixElement) or e.atoms(sp.Sum):
+        raise ValueError(
+            f"{e}: write dot products as sp.trace(u.T * w) (or return a 1 x 1 matrix "
+            "expression), not as [0, 0] elements, which SymPy expands into index sums"
+        )
+    out = e.xreplace(rep)
+    if out.atoms(MatrixExpr):
+        raise ValueError(f"{e}: a matrix expression outside sp.trace(...) in a scalar")
+    return sp.expand(out)
 
 
 def _segments(f: tuple[Factor, ...], scalars: Scalars) -> sp.Expr:

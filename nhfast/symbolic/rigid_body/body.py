@@ -126,9 +126,11 @@ def scalar(name: str, positive: bool = False) -> Param:
 
 @dataclass(frozen=True)
 class Constraint:
-    """``Omega in b ^ R^n``: ``space_fixed`` (``b = gamma``) or ``body_fixed`` (``b = e_n``)."""
+    """``Omega in b ^ R^n``: ``space_fixed`` (``b = gamma``) or ``body_fixed`` (``b = e_n``, or
+    the declared vector parameter named ``axis``)."""
 
     kind: str
+    axis: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ("space_fixed", "body_fixed"):
@@ -141,10 +143,16 @@ def space_fixed() -> Constraint:
     return Constraint("space_fixed")
 
 
-def body_fixed() -> Constraint:
-    """Left-invariant constraint of the Suslov family: ``Omega in e_n ^ R^n`` (``Omega_ij = 0``
-    for ``i < j < n``)."""
-    return Constraint("body_fixed")
+def body_fixed(axis: str | None = None) -> Constraint:
+    """Left-invariant constraint of the Suslov family: ``Omega in e ^ R^n``.
+
+    ``e = e_n`` by default (``Omega_ij = 0`` for ``i < j < n``); ``axis`` names a declared
+    :func:`vector` parameter to use instead.  (With ``e`` an eigenvector of the inertia, as
+    ``e_n`` is for diagonal ``J Om + Om J``, the free motion is a steady rotation.)
+    """
+    if axis is not None and not isinstance(axis, str):
+        raise TypeError(f"axis must be the name of a vector parameter, got {axis!r}")
+    return Constraint("body_fixed", axis)
 
 
 @dataclass
@@ -239,6 +247,10 @@ class RigidBody:
         constraint = space_fixed() if constraint is None else constraint
         if not isinstance(constraint, Constraint):
             raise TypeError("constraint must be rb.space_fixed() or rb.body_fixed()")
+        if constraint.axis is not None and not any(
+            p.name == constraint.axis and p.kind == "vector" for p in params
+        ):
+            raise ValueError(f"axis {constraint.axis!r} is not a declared rb.vector parameter")
         self.n = n
         self.inertia = inertia
         self.params = params
@@ -271,7 +283,7 @@ class RigidBody:
 
     def _derive(self) -> Derivation:
         space = self.constraint.kind == "space_fixed"
-        bname = "gamma" if space else "e"
+        bname = "gamma" if space else (self.constraint.axis or "e")
         B = MatrixSymbol(bname, DIM, 1)
         G = MatrixSymbol("gamma", DIM, 1)
         V = MatrixSymbol("v", DIM, 1)
@@ -353,15 +365,18 @@ class RigidBody:
         low = Lowering(prog, handles, matrices, d.scalars, values)
         if self.component_potential is not None:
             u = sp.sympify(self.component_potential(gam))
-            if u.free_symbols - set(gam) - set(values):
-                extra = ", ".join(sorted(map(str, u.free_symbols - set(gam))))
+            # parameters by name (whatever assumptions the caller gave its symbols)
+            byname = {s.name: s for s in prog.param_symbols}
+            u = u.xreplace({s: byname[s.name] for s in u.free_symbols if s.name in byname})
+            extra = u.free_symbols - set(gam) - set(prog.param_symbols)
+            if extra:
+                names = ", ".join(sorted(map(str, extra)))
                 raise ValueError(
-                    f"component_potential may depend on gamma1..gamma{n}, found {extra}"
+                    f"component_potential may depend on gamma1..gamma{n} and the parameters, "
+                    f"found {names}"
                 )
-            low.handles["rb_dU"] = prog.unrolled(
-                "rb_dU", [sp.diff(u, g).xreplace(values) for g in gam]
-            )
-            low.values[sp.Symbol("rb_U", real=True)] = prog.scalar("rb_U", u.xreplace(values))
+            low.handles["rb_dU"] = prog.unrolled("rb_dU", [sp.diff(u, g) for g in gam])
+            low.values[sp.Symbol("rb_U", real=True)] = prog.scalar("rb_U", u)
         # v from (K_b + b b^T) v = P_b m
         r2b = low.scalar(d.scalars.of(leaf(d.b, d.b)))
         bm = low.scalar(d.scalars.of(leaf(d.b, "m")))
