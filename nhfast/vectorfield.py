@@ -453,11 +453,26 @@ class VectorField:
 
         States are x followed by the rows of M (row-major). For a partitioned system the
         augmented system is partitioned too: (a, rows of M for a) then (b, rows of M for b).
+        For a field with ``solves`` the augmented field keeps them, and ``df/dx`` is the
+        total derivative through their unknowns (implicit differentiation,
+        ``K du/dx = db/dx - (dK/dx) u``, see :meth:`total_derivatives`), solved numerically
+        in the generated kernels with the factorisation of ``K``.
+
+        Raises
+        ------
+        ValueError
+            For a field whose right-hand side already uses derivatives of its solves'
+            unknowns (a :meth:`with_divergence` field with ``solves``): its Jacobian would
+            need second derivatives of the unknowns.
         """
         n = self.n_state
-        J = self.jacobian()  # raises for systems with solves
+        if self._solve_specs:
+            J = self._total_jacobian()
+        else:
+            J = self.jacobian()
         M = sp.Matrix(n, n, lambda i, j: sp.Symbol(f"M_{i}_{j}"))
-        taken = {str(s) for s in [*self.states, *self.params]}
+        unknowns = [u for sv in self._solve_specs for u in sv.unknowns]
+        taken = {str(s) for s in [*self.states, *self.params, *unknowns, self.time]}
         if any(str(s) in taken for s in M):
             M = sp.Matrix(n, n, lambda i, j: sp.Dummy(f"M_{i}_{j}"))
         dM = J * M
@@ -470,6 +485,8 @@ class VectorField:
             for i in g:
                 states += list(M.row(i))
                 rhs += list(dM.row(i))
+        if self._solve_specs:
+            rhs = self._renumber_derivs(rhs, states)
         split = None if self.split is None else self.split * (n + 1)
         return VectorField(
             states=states,
@@ -478,7 +495,36 @@ class VectorField:
             time=self.time,
             split=split,
             name=f"{self.name} (variational)",
+            solves=self.solves,
         )
+
+    def _total_jacobian(self) -> sp.Matrix:
+        """``D_j f_i`` through the solves' unknowns (uses the symbols :func:`deriv_symbol`)."""
+        if self._deriv_symbols_used() & set().union(*(e.free_symbols for e in self.rhs)):
+            raise ValueError(
+                f"the variational equations of {self.name!r} would need second derivatives of "
+                "its solves' unknowns: its right-hand side already uses their first derivatives "
+                "(a with_divergence() field); take variational() of the field without them"
+            )
+        n = self.n_state
+        _, D = self.total_derivatives()
+        return sp.Matrix(n, n, lambda i, j: D(self.rhs[i], j))
+
+    def _renumber_derivs(
+        self, exprs: Sequence[sp.Expr], states: Sequence[sp.Symbol]
+    ) -> list[sp.Expr]:
+        """Rename ``du/dx_j`` (index j among this field's states) to the index of ``x_j``
+        among ``states`` (a field that holds these states, possibly in another order, and
+        whose other states the solves do not depend on)."""
+        pos = {s: i for i, s in enumerate(states)}
+        rename = {
+            deriv_symbol(k, a, j): deriv_symbol(k, a, pos[x])
+            for k, sv in enumerate(self._solve_specs)
+            for a in range(sv.r)
+            for j, x in enumerate(self.states)
+            if pos[x] != j
+        }
+        return [sp.sympify(e).xreplace(rename) for e in exprs] if rename else list(exprs)
 
     def _variational_groups(self) -> list[list[int]]:
         """State indices in the order of the augmented system: (positions, momenta) for a
