@@ -16,7 +16,7 @@ import numpy as np
 import sympy as sp
 
 from nhfast.codegen.ckernels import KernelSet
-from nhfast.codegen.indexed import IndexedProgram
+from nhfast.codegen.indexed import DENSE_KINDS, IndexedProgram
 
 __all__ = [
     "NumpyKernel",
@@ -122,9 +122,9 @@ class StructuredNumpyKernel:
         need = prog.needed(prog.outputs[family])
         self._plan = []
         for st in prog.statements:
-            if st.target in need:
+            if need & set(st.targets):
                 args = sorted(set().union(*(e.free_symbols for e in st.exprs)), key=str)
-                self._plan.append((st.kind, st.target, args, _lambdify(args, st.exprs, cse=False)))
+                self._plan.append((st, args, _lambdify(args, st.exprs, cse=False)))
         self._out = []
         for b in prog.outputs[family]:
             args = sorted(b.free_symbols, key=str)
@@ -155,11 +155,24 @@ class StructuredNumpyKernel:
                 env[sym] = np.asarray(t, dtype=float)
             elif inp.vector:
                 env[sym] = src[inp.offset : inp.offset + n]
+            elif inp.matrix:
+                env[sym] = src[inp.offset : inp.offset + n * n]
             else:
                 env[sym] = src[inp.offset]
-        for kind, target, args, f in self._plan:
+        for st, args, f in self._plan:
+            kind, target = st.kind, st.target
             got = f(*self._values(args, env, nl))
-            if kind == "reduce":
+            if kind in DENSE_KINDS:
+                ops = [np.broadcast_to(np.asarray(g, dtype=float), (n, nl)) for g in got]
+                mats = [None if m is None else env[m].reshape(n, n, nl) for m in st.matrices]
+                if kind == "matvec":
+                    H = env[st.matrices[0]].reshape(n, n, nl)
+                    env[target] = _matvec(H, ops[0], st.transpose)
+                else:
+                    env[target], logdet = _dense_solve(ops, mats)
+                    if st.logdet is not None:
+                        env[st.logdet] = logdet
+            elif kind == "reduce":
                 env[target] = np.sum(np.broadcast_to(got[0], (n, nl)), axis=0)
             elif kind == "vector":
                 env[target] = np.broadcast_to(got[0], (n, nl))
@@ -180,6 +193,35 @@ class StructuredNumpyKernel:
         pv = _rows(par, self.npar, nl, ld) if self.npar else np.zeros((0, nl))
         ov = _rows(out, self.nout, nl, ld)
         ov[:, :nl] = self.evaluate(tv, xv, pv)
+
+
+def _matvec(H: np.ndarray, e: np.ndarray, transpose: bool) -> np.ndarray:
+    """``H e`` (or ``H^T e``) per lane: ``H`` of shape (n, n, nl), ``e`` (n, nl)."""
+    return np.einsum("jil,jl->il" if transpose else "ijl,jl->il", H, e)
+
+
+def _dense_solve(ops: list[np.ndarray], mats: list) -> tuple[np.ndarray, np.ndarray]:
+    """Solution (n, nl) and ``log|det K|`` (nl,) of the ``solve`` statement's systems.
+
+    ``ops`` are the element-wise operands ``rhs, diag, left_1, right_1, ...`` (each (n, nl))
+    and ``mats`` the terms' matrices (n, n, nl) or ``None``. A lane whose matrix is singular
+    or whose solution is not finite gets NaN in both (as in the C kernels).
+    """
+    rhs, diag = ops[0], ops[1]
+    n, nl = rhs.shape
+    K = np.zeros((nl, n, n))
+    K[:, np.arange(n), np.arange(n)] = diag.T
+    for t, m in enumerate(mats):
+        left, right = ops[2 + 2 * t].T, ops[3 + 2 * t].T  # (nl, n)
+        outer = left[:, :, None] * right[:, None, :]
+        K += outer if m is None else outer * m.transpose(2, 0, 1)
+    with np.errstate(all="ignore"):
+        x = _solve(K, rhs.T[..., None])[..., 0]  # (nl, n)
+        _, logdet = np.linalg.slogdet(K)
+    bad = ~np.all(np.isfinite(x), axis=1) | ~np.isfinite(logdet)
+    x[bad] = np.nan
+    logdet = np.where(bad, np.nan, logdet)
+    return np.ascontiguousarray(x.T), logdet
 
 
 def structured_numpy_kernels(prog: IndexedProgram) -> dict[str, StructuredNumpyKernel]:

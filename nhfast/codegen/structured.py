@@ -7,6 +7,12 @@ arrays; code size ``O(1)`` in ``n``. *Unrolled* (small ``n``): one loop over the
 the index loops expanded, every intermediate a register. In both, a division by a vector
 becomes a multiplication by its reciprocal, formed once per component and lane; results
 agree with the direct expressions to round-off.
+
+Dense statements (``matvec``, ``solve``) are loops over ``i, j`` in both shapes: in the
+looped shape with lanes innermost over the chunk (the system matrix of a ``solve`` in an
+``n (n + 1)`` workspace per lane, on the heap when large), in the unrolled shape per lane
+on local arrays (not expanded in the source). A ``solve`` is Gaussian elimination with
+partial pivoting (``nh_dense_solve``, emitted into the source of programs that solve).
 """
 
 from __future__ import annotations
@@ -25,7 +31,13 @@ from nhfast.codegen._printer import (
     kernel_head,
     preamble,
 )
-from nhfast.codegen.indexed import INDEXED_KINDS, IndexedProgram, Statement, is_reciprocal
+from nhfast.codegen.indexed import (
+    DENSE_KINDS,
+    INDEXED_KINDS,
+    IndexedProgram,
+    Statement,
+    is_reciprocal,
+)
 
 # IndexedProgram and Statement (now in indexed.py) are re-exported for the importers of this
 # module's former contents; new code imports them from ``nhfast.codegen``.
@@ -42,16 +54,27 @@ __all__ = [
 class _Step:
     """A statement (or an output block) placed in a loop group."""
 
-    kind: str  # scalar / reduce / vector / unrolled / out_vec / out_scalar
+    kind: str  # scalar / reduce / vector / unrolled / matvec / solve / out_vec / out_scalar
     target: sp.Symbol | None
     exprs: tuple[sp.Expr, ...]
     row: int = 0  # first output row of an output block
+    stmt: Statement | None = None  # the dense statement (matvec, solve)
+
+    @property
+    def targets(self) -> tuple[sp.Symbol, ...]:
+        if self.stmt is not None:
+            return self.stmt.targets
+        return () if self.target is None else (self.target,)
 
 
 def _steps(prog: IndexedProgram, family: str) -> list[_Step]:
     blocks = prog.outputs[family]
     need = prog.needed(blocks)
-    steps = [_Step(st.kind, st.target, st.exprs) for st in prog.statements if st.target in need]
+    steps = [
+        _Step(st.kind, st.target, st.exprs, stmt=st if st.kind in DENSE_KINDS else None)
+        for st in prog.statements
+        if need & set(st.targets)
+    ]
     row = 0
     for b in blocks:
         if prog.is_indexed(b):
@@ -63,44 +86,53 @@ def _steps(prog: IndexedProgram, family: str) -> list[_Step]:
     return steps
 
 
-def _groups(prog: IndexedProgram, steps: list[_Step]) -> list[tuple[bool, list[_Step]]]:
-    """Fuse consecutive steps into loops: (indexed, steps).
+def _groups(prog: IndexedProgram, steps: list[_Step]) -> list[tuple[str, list[_Step]]]:
+    """Fuse consecutive steps into loops: (mode, steps), mode ``lane``/``indexed``/``dense``.
 
     A loop cannot use a reduction finished in the same loop, nor the components (fixed
-    entries) of a vector built in the same loop: both start a new loop.
+    entries) of a vector built in the same loop: both start a new loop. A dense step
+    (``matvec``, ``solve``) is a group of its own.
     """
-    groups: list[tuple[bool, list[_Step]]] = []
+    groups: list[tuple[str, list[_Step]]] = []
     cur: list[_Step] = []
-    cur_indexed = False
+    cur_mode = "lane"
     for st in steps:
-        indexed = st.kind in INDEXED_KINDS or st.kind == "out_vec"
+        if st.kind in DENSE_KINDS:
+            mode = "dense"
+        elif st.kind in INDEXED_KINDS or st.kind == "out_vec":
+            mode = "indexed"
+        else:
+            mode = "lane"
         uses = prog.deps(st.exprs)
         owners = {prog.owners[s][0] for e in st.exprs for s in e.free_symbols if s in prog.owners}
-        brk = not cur or indexed != cur_indexed
+        brk = not cur or mode != cur_mode or mode == "dense"
         if not brk:
             brk = any((s.kind == "reduce" and s.target in uses) or s.target in owners for s in cur)
         if brk:
             if cur:
-                groups.append((cur_indexed, cur))
-            cur, cur_indexed = [], indexed
+                groups.append((cur_mode, cur))
+            cur, cur_mode = [], mode
         cur.append(st)
     if cur:
-        groups.append((cur_indexed, cur))
+        groups.append((cur_mode, cur))
     return groups
 
 
 class _Layout:
     """Where every scalar and stored vector lives (work array offsets in units of L)."""
 
-    def __init__(self, prog: IndexedProgram, groups: list[tuple[bool, list[_Step]]]) -> None:
+    def __init__(
+        self, prog: IndexedProgram, groups: list[tuple[str, list[_Step]]], unrolled: bool
+    ) -> None:
         self.off: dict[sp.Symbol, int] = {}
-        self.length: dict[int, int] = {}  # offset -> 1 (scalar) or n (stored vector)
+        self.length: dict[int, int] = {}  # offset -> 1 (scalar), n (vector), n (n + 1)
+        self.system: dict[sp.Symbol, int] = {}  # solve target -> its system matrix (looped)
         size = 0
         group_of: dict[sp.Symbol, int] = {}
         for g, (_, steps) in enumerate(groups):
             for st in steps:
-                if st.target is not None:
-                    group_of[st.target] = g
+                for t in st.targets:
+                    group_of[t] = g
         stored: set[sp.Symbol] = set()
         for g, (_, steps) in enumerate(groups):
             for st in steps:
@@ -117,7 +149,20 @@ class _Layout:
                 t = st.target
                 if t is None:
                     continue
-                if st.kind == "unrolled" or (st.kind == "vector" and t in stored):
+                if st.kind in DENSE_KINDS:  # results of dense steps are always stored
+                    self.off[t] = size
+                    self.length[size] = prog.n
+                    size += prog.n
+                    logdet = st.stmt.logdet if st.stmt is not None else None
+                    if logdet is not None:
+                        self.off[logdet] = size
+                        self.length[size] = 1
+                        size += 1
+                    if st.kind == "solve" and not unrolled:
+                        self.system[t] = size
+                        self.length[size] = prog.n * (prog.n + 1)
+                        size += prog.n * (prog.n + 1)
+                elif st.kind == "unrolled" or (st.kind == "vector" and t in stored):
                     self.off[t] = size
                     self.length[size] = prog.n
                     size += prog.n
@@ -172,6 +217,7 @@ class _Emitter:
         self.unrolled = unrolled
         self.chunk = chunk
         self.arrays: set[str] = set()
+        self.full_chunks: set[int] = set()  # chunk sizes of specialised dense solves
 
     def array(self, where: str) -> str:
         self.arrays.add(where)
@@ -250,7 +296,7 @@ def _render_body(
         # divisions by a loaded value: one reciprocal per loop body, shared by all steps
         loaded = {sp.Symbol(c) for c in loads.values()}
         for e in exprs:
-            for p in e.atoms(sp.Pow):
+            for p in sorted(e.atoms(sp.Pow), key=str):  # stable order: same source
                 if is_reciprocal(p, loaded) and p.base not in recips:
                     recips[p.base] = f"{p.base.name}_r"
                     head.append(f"{ind}const double {recips[p.base]} = 1.0 / {p.base.name};")
@@ -336,21 +382,259 @@ def _render_group_unrolled(
     return out
 
 
-def _kernel(prog: IndexedProgram, family: str, printer: CPrinter, unrolled: bool) -> str:
-    prog = prog.with_reciprocals(family)
+#: Per-lane dense solve used by ``solve`` statements (both shapes; the unrolled shape calls
+#: it lane by lane with ``L = nl = 1``).
+_DENSE_SOLVE = """\
+/* Solve K x = b per lane, lanes 0..nl-1 innermost. A holds [K | b] (n x (n + 1)), entry
+ * (i, j) of lane l at A[(i * (n + 1) + j) * L + l]; it is overwritten. Gaussian elimination
+ * with partial pivoting; x[i * L + l] gets the solution and logdet[l] (unless NULL)
+ * log|det K|. A lane with a zero or non-finite pivot, or a non-finite solution, gets NaN
+ * in both. nh_dense_solve is the generic entry; large n get one copy per chunk size
+ * specialised on constant n, L and nl (full chunks: lane loops about twice as fast). */
+#if defined(__GNUC__)
+#define NH_DENSE_INLINE static inline __attribute__((always_inline))
+#else
+#define NH_DENSE_INLINE static inline
+#endif
+NH_DENSE_INLINE void nh_dense_solve_body(int64_t n, int64_t L, int64_t nl, double *restrict A,
+                                         double *restrict x, double *restrict logdet) {
+    const int64_t m = n + 1;
+    int64_t piv[nl];
+    double big[nl], inv[nl], lsum[nl], f[nl];
+    int ok[nl];
+    for (int64_t l = 0; l < nl; ++l) {
+        lsum[l] = 0.0;
+        ok[l] = 1;
+    }
+    for (int64_t j = 0; j < n; ++j) {
+        double *restrict ajj = A + (j * m + j) * L;
+        for (int64_t l = 0; l < nl; ++l) {
+            big[l] = fabs(ajj[l]);
+            piv[l] = j;
+        }
+        for (int64_t i = j + 1; i < n; ++i) {
+            const double *restrict aij = A + (i * m + j) * L;
+            for (int64_t l = 0; l < nl; ++l) {
+                const double v = fabs(aij[l]);
+                if (v > big[l]) {
+                    big[l] = v;
+                    piv[l] = i;
+                }
+            }
+        }
+        for (int64_t k = j; k < m; ++k) { /* swap rows j and piv[l] (no-op when equal) */
+            double *restrict ajk = A + (j * m + k) * L;
+            for (int64_t l = 0; l < nl; ++l) {
+                const int64_t q = (piv[l] * m + k) * L + l;
+                const double t = ajk[l];
+                ajk[l] = A[q];
+                A[q] = t;
+            }
+        }
+        for (int64_t l = 0; l < nl; ++l) {
+            const double d = ajj[l];
+            const int good = d != 0.0 && isfinite(d);
+            ok[l] &= good;
+            inv[l] = good ? 1.0 / d : 0.0;
+        }
+        if (logdet)
+            for (int64_t l = 0; l < nl; ++l) lsum[l] += ok[l] ? log(fabs(ajj[l])) : 0.0;
+        for (int64_t l = 0; l < nl; ++l) ajj[l] = inv[l]; /* used by the back substitution */
+        const double *restrict aj = A + j * m * L;
+        for (int64_t i = j + 1; i < n; ++i) {
+            double *restrict ai = A + i * m * L;
+            for (int64_t l = 0; l < nl; ++l) f[l] = ai[j * L + l] * inv[l];
+            for (int64_t k = j + 1; k < m; ++k)
+                for (int64_t l = 0; l < nl; ++l) ai[k * L + l] -= f[l] * aj[k * L + l];
+        }
+    }
+    for (int64_t i = n - 1; i >= 0; --i) {
+        const double *restrict ai = A + i * m * L;
+        for (int64_t l = 0; l < nl; ++l) f[l] = ai[n * L + l];
+        for (int64_t k = i + 1; k < n; ++k)
+            for (int64_t l = 0; l < nl; ++l) f[l] -= ai[k * L + l] * x[k * L + l];
+        for (int64_t l = 0; l < nl; ++l) x[i * L + l] = f[l] * ai[i * L + l];
+    }
+    for (int64_t l = 0; l < nl; ++l) {
+        int good = ok[l] && isfinite(lsum[l]);
+        for (int64_t i = 0; i < n; ++i) good = good && isfinite(x[i * L + l]);
+        if (!good) {
+            for (int64_t i = 0; i < n; ++i) x[i * L + l] = NAN;
+            lsum[l] = NAN;
+        }
+        if (logdet) logdet[l] = lsum[l];
+    }
+}
+
+static void nh_dense_solve(int64_t n, int64_t L, int64_t nl, double *restrict A,
+                           double *restrict x, double *restrict logdet) {
+    nh_dense_solve_body(n, L, nl, A, x, logdet);
+}
+"""
+
+#: From this ``n`` on, full chunks of the looped kernels call a copy of the dense solve
+#: specialised on ``n`` and the chunk size (twice as fast at ``n = 32, 64``; below, the
+#: generic one is as fast and the specialised copies would only cost compile time).
+_DENSE_CONST_N = 24
+
+
+def _dense_full(n: int, chunk: int) -> str:
+    """The dense solve specialised on ``n`` and full chunks of ``chunk`` lanes."""
+    return (
+        f"static void nh_dense_solve_c{chunk}(double *restrict A, double *restrict x, "
+        "double *restrict logdet) {\n"
+        f"    nh_dense_solve_body({n}, {chunk}, {chunk}, A, x, logdet);\n"
+        "}\n"
+    )
+
+
+def _num(e: sp.Expr) -> str:
+    return repr(float(e))
+
+
+def _product(factors: list[str]) -> str:
+    """C product of ``factors`` (C expressions), dropping the factors ``1.0``."""
+    kept = [f for f in factors if f != "1.0"]
+    return " * ".join(kept) if kept else "1.0"
+
+
+def _render_dense(em: _Emitter, st: _Step) -> list[str]:
+    """One ``matvec`` or ``solve``: ``i, j`` loops (lanes innermost in the looped shape)."""
+    prog, lay, n = em.prog, em.lay, em.prog.n
+    stmt = st.stmt
+    assert stmt is not None
+    m = n + 1
+    lines: list[str] = []
+    local: dict[sp.Symbol, str] = {}  # unrolled: vector operand -> per-lane local array
+
+    def op(e: sp.Expr, idx: str) -> str:
+        if e.is_Number:
+            return _num(e)
+        if e in prog.vectors:
+            if not em.unrolled:
+                return em.elem(e, idx)
+            if e not in local:
+                local[e] = f"nh_e{len(local)}"
+                vals = ", ".join(em.elem(e, k) for k in range(n))
+                lines.append(f"            const double {local[e]}[{n}] = {{{vals}}};")
+            return f"{local[e]}[{idx}]"
+        return em.load(e, 0)
+
+    def mat(h: sp.Symbol, i: str, j: str) -> str:
+        return em.elem(h, f"({i} * {n} + {j})")
+
+    t = stmt.target
+    if stmt.kind == "matvec":
+        h = stmt.matrices[0]
+        e = op(stmt.exprs[0], "j")
+        hij = mat(h, "j", "i") if stmt.transpose else mat(h, "i", "j")
+        if em.unrolled:
+            return [
+                "        {",
+                *lines,
+                f"            double nh_dx[{n}];",
+                f"            for (int64_t i = 0; i < {n}; ++i) {{",
+                "                double s = 0.0;",
+                f"                for (int64_t j = 0; j < {n}; ++j) s += {hij} * {e};",
+                "                nh_dx[i] = s;",
+                "            }",
+                *[f"            {em.ws(lay.off[t], k)} = nh_dx[{k}];" for k in range(n)],
+                "        }",
+            ]
+        ti = em.ws(lay.off[t], "i")
+        return [
+            f"        for (int64_t i = 0; i < {n}; ++i) {{",
+            "            NH_LANES",
+            f"            for (int64_t l = 0; l < L; ++l) {ti} = 0.0;",
+            f"            for (int64_t j = 0; j < {n}; ++j) {{",
+            "                NH_LANES",
+            f"                for (int64_t l = 0; l < L; ++l) {ti} += {hij} * {e};",
+            "            }",
+            "        }",
+        ]
+    # solve: assemble [K | rhs], then nh_dense_solve
+    terms = []
+    for left, h, right in stmt.terms:
+        if left == 0 or right == 0:
+            continue
+        factors = [op(left, "i"), "1.0" if h is None else mat(h, "i", "j"), op(right, "j")]
+        terms.append(_product(factors))
+    kij = " + ".join(terms) if terms else "0.0"
+    diag = None if stmt.exprs[1] == 0 else op(stmt.exprs[1], "i")
+    rhs = op(stmt.exprs[0], "i")
+    logdet = stmt.logdet
+    if em.unrolled:
+        dl = ["            double nh_dl;"] if logdet is not None else []
+        body = [
+            f"            for (int64_t i = 0; i < {n}; ++i) {{",
+            f"                for (int64_t j = 0; j < {n}; ++j) nh_dA[i * {m} + j] = {kij};",
+            *([f"                nh_dA[i * {m + 1}] += {diag};"] if diag else []),
+            f"                nh_dA[i * {m} + {n}] = {rhs};",
+            "            }",
+        ]
+        return [
+            "        {",
+            f"            double nh_dA[{n * m}], nh_dx[{n}];",
+            *dl,
+            *lines,
+            *body,
+            f"            nh_dense_solve({n}, 1, 1, nh_dA, nh_dx, "
+            f"{'&nh_dl' if logdet is not None else 'NULL'});",
+            *[f"            {em.ws(lay.off[t], k)} = nh_dx[{k}];" for k in range(n)],
+            *([f"            {em.ws(lay.off[logdet], 0)} = nh_dl;"] if logdet is not None else []),
+            "        }",
+        ]
+    sa = lay.system[t]
+    out = [
+        f"        for (int64_t i = 0; i < {n}; ++i) {{",
+        f"            for (int64_t j = 0; j < {n}; ++j) {{",
+        "                NH_LANES",
+        f"                for (int64_t l = 0; l < L; ++l) {em.ws(sa, f'(i * {m} + j)')} = {kij};",
+        "            }",
+        "            NH_LANES",
+        "            for (int64_t l = 0; l < L; ++l) {",
+        *([f"                {em.ws(sa, f'(i * {m + 1})')} += {diag};"] if diag else []),
+        f"                {em.ws(sa, f'(i * {m} + {n})')} = {rhs};",
+        "            }",
+        "        }",
+    ]
+    ld = f"nh_ws{lay.off[logdet]}" if logdet is not None else "NULL"
+    args = f"nh_ws{sa}, nh_ws{lay.off[t]}, {ld}"
+    c = em.chunk
+    if n < _DENSE_CONST_N:
+        out.append(f"        nh_dense_solve({n}, {c}, L, {args});")
+    else:
+        em.full_chunks.add(c)
+        out += [
+            f"        if (L == {c}) nh_dense_solve_c{c}({args});",
+            f"        else nh_dense_solve({n}, {c}, L, {args});",
+        ]
+    return out
+
+
+def _kernel(
+    prog: IndexedProgram, family: str, printer: CPrinter, unrolled: bool, full: set[int]
+) -> str:
+    """Source of the kernel of ``family``; adds to ``full`` the chunk sizes of specialised
+    dense solves it calls."""
+    prog = prog.with_dense_operands().with_reciprocals(family)
     groups = _groups(prog, _steps(prog, family))
-    lay = _Layout(prog, groups)
+    lay = _Layout(prog, groups, unrolled)
     size = lay.size
     chunk = _CHUNK
     if size and not unrolled:
         chunk = max(8, min(_CHUNK, _STACK_DOUBLES // size // 8 * 8))
     em = _Emitter(prog, lay, unrolled, chunk)
+    em.full_chunks = full
     render = _render_group_unrolled if unrolled else _render_group_looped
     body: list[str] = []
-    for g, (indexed, steps) in enumerate(groups):
+    for g, (mode, steps) in enumerate(groups):
         kinds = ", ".join(st.kind for st in steps)
-        body.append(f"        /* {'indexed' if indexed else 'lane'} group {g}: {kinds} */")
-        body += render(em, indexed, steps, printer, str(g))
+        body.append(f"        /* {mode} group {g}: {kinds} */")
+        if mode == "dense":
+            body += _render_dense(em, steps[0])
+        else:
+            body += render(em, mode == "indexed", steps, printer, str(g))
     lines = kernel_head(family)
     if unrolled:
         lines += ["    NH_LANES", "    for (int64_t l = 0; l < nlanes; ++l) {"]
@@ -390,23 +674,32 @@ def _legend(prog: IndexedProgram) -> list[tuple[str, object]]:
     for sym, inp in prog.inputs.items():
         if inp.where == "t":
             legend.append(("t", sym))
-        elif inp.vector:
+        elif inp.vector or inp.matrix:
             comps = prog.components(sym)
-            span = f"{inp.where}[{inp.offset}:{inp.offset + prog.n}]"
-            legend.append((span, f"{sym} = ({comps[0]}, ..., {comps[-1]})"))
+            span = f"{inp.where}[{inp.offset}:{inp.offset + len(comps)}]"
+            what = "row-major n x n matrix " if inp.matrix else ""
+            legend.append((span, f"{what}{sym} = ({comps[0]}, ..., {comps[-1]})"))
         else:
             legend.append((f"{inp.where}[{inp.offset}]", sym))
     return legend
 
 
 def _input(prog: IndexedProgram, shape: str) -> list[object]:
-    """Everything of ``prog`` the generated source depends on, flat (for the input hash)."""
+    """Everything of ``prog`` the generated source depends on, flat (for the input hash).
+
+    Matrix inputs and dense statements add items of their own (the items of programs
+    without them, and so their digests, are unchanged).
+    """
     items: list[object] = [shape, prog.n, "time", prog.time, "states", *prog.state_symbols]
     items += ["params", *prog.param_symbols]
     for sym, inp in prog.inputs.items():
         items += [sym, inp.where, inp.offset, inp.vector]
+        if inp.matrix:
+            items += ["matrix"]
     for st in prog.statements:
         items += [st.kind, st.target, *st.exprs]
+        if st.kind in DENSE_KINDS:
+            items += ["matrices", *st.matrices, "transpose", st.transpose, "logdet", st.logdet]
     for family, blocks in prog.outputs.items():
         items += [family, *blocks]
     return items
@@ -414,7 +707,8 @@ def _input(prog: IndexedProgram, shape: str) -> list[object]:
 
 def _shape(prog: IndexedProgram, unroll: bool | None) -> str:
     if unroll is None:
-        unroll = prog.n <= UNROLL_MAX_N
+        dense = any(st.kind in DENSE_KINDS for st in prog.statements)
+        unroll = prog.n <= UNROLL_MAX_N and not dense
     elif not isinstance(unroll, bool):
         raise TypeError(f"unroll must be a bool or None, got {unroll!r}")
     return "unrolled" if unroll else "looped"
@@ -447,7 +741,9 @@ def generate_structured_c(
         Emit fully unrolled kernels (one loop over the lanes, the index loops expanded in
         the source: fastest for small ``n``, code size ``O(n)``) instead of looped kernels
         (index loops over chunks of lanes, code size ``O(1)`` in ``n``).  Default: unrolled
-        for ``n <=`` :data:`UNROLL_MAX_N`.
+        for ``n <=`` :data:`UNROLL_MAX_N` and no ``matvec``/``solve`` in the program (their
+        per-lane code in the unrolled shape reads the ``n^2`` matrix entries with lane
+        stride ``ld``: several times slower than the looped shape at ``n = 8, 16``).
     provenance : mapping, optional
         Shown in the banner of the source: ``"system"``, the name of the system.
 
@@ -461,13 +757,10 @@ def generate_structured_c(
         raise ValueError("the program needs an 'rhs' output")
     if prog.n_out("rhs") != prog.n_state:
         raise ValueError(f"'rhs' has {prog.n_out('rhs')} rows for {prog.n_state} states")
-    if unroll is None:
-        unroll = prog.n <= UNROLL_MAX_N
-    elif not isinstance(unroll, bool):
-        raise TypeError(f"unroll must be a bool or None, got {unroll!r}")
+    shape = _shape(prog, unroll)
+    unroll = shape == "unrolled"
     printer = CPrinter()
     n_obs = prog.n_out("observables") if "observables" in prog.outputs else 0
-    shape = "unrolled" if unroll else "looped"
     sizes = ", ".join(f"{SYMBOL[f]} ({prog.n_out(f)} outputs)" for f in prog.outputs)
     parts = [
         banner(
@@ -484,9 +777,14 @@ def generate_structured_c(
         _LANE_PRAGMA,
         info_table(prog.n_state, prog.n_params, n_obs, prog.outputs, 0),
     ]
+    kernels: list[str] = []
+    full: set[int] = set()
     for family in prog.outputs:
         try:
-            parts.append(_kernel(prog, family, printer, unroll))
+            kernels.append(_kernel(prog, family, printer, unroll, full))
         except NotImplementedError as exc:
             raise ValueError(f"kernel {family!r}: expression has no C equivalent: {exc}") from exc
-    return "\n".join(parts)
+    if any(st.kind == "solve" for st in prog.statements):
+        parts.append(_DENSE_SOLVE)
+        parts += [_dense_full(prog.n, c) for c in sorted(full)]
+    return "\n".join(parts + kernels)
