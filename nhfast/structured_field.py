@@ -167,13 +167,14 @@ class StructuredVectorField(VectorField):
             prog, name=f"{self.name} with divergence", domain=self.domain or None
         )
 
-    def compile(self, companions: Iterable[str] = ("observables", "divergence")) -> CompiledSystem:
+    def compile(self, companions: Iterable[str] | None = None) -> CompiledSystem:
         """Generate, compile (or fetch from the cache) and load all kernels of the program.
 
         Parameters
         ----------
-        companions : iterable of str
-            Families that must be available (any of the program's outputs).
+        companions : iterable of str, optional
+            Families that must be available (any of the program's outputs); default: no
+            requirement (every output of the program is built anyway).
 
         Returns
         -------
@@ -184,7 +185,7 @@ class StructuredVectorField(VectorField):
         ValueError
             If a requested companion is not an output of the program.
         """
-        missing = set(companions) - set(self.program.outputs)
+        missing = set(companions or ()) - set(self.program.outputs)
         if missing:
             raise ValueError(
                 f"companions {sorted(missing)} are not generated for {self.name!r}; "

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from sympy.matrices.expressions import DiagMatrix, MatrixSymbol
 
 import nhfast as nh
+from nhfast.structured_field import StructuredVectorField
 from nhfast.symbolic import rigid_body as rb
 from nhfast.symbolic.rigid_body.algebra import (
     DIM,
@@ -24,7 +25,6 @@ from nhfast.symbolic.rigid_body.algebra import (
     expand_vector,
     leaf,
 )
-from nhfast.systems import veselova_structured
 from nhfast.systems.rigid_bodies import (
     INERTIAS,
     inertia_operator,
@@ -33,6 +33,7 @@ from nhfast.systems.rigid_bodies import (
     rigid_body_params,
     suslov_rigid_body,
 )
+from nhfast.systems.veselova_body import veselova_program
 from nhfast.systems.veselova_body.embedded import project_to_constraints
 
 N = 4
@@ -175,7 +176,8 @@ def test_seed_inertia_matches_hand_derived_program(n: int) -> None:
         component_potential=_potential,
     )
     ours = body.vector_field().compile(companions=("observables",))
-    ref = veselova_structured(n, potential=_potential).compile()
+    hand = StructuredVectorField(veselova_program(n, _potential), name=f"veselova_hand_{n}")
+    ref = hand.compile()
     rng = np.random.default_rng(n)
     xs, a = _states(n, rng), 1 + rng.random((5, n))
     f, fr = ours.evaluate("rhs", xs, params=a), ref.evaluate("rhs", xs, params=a)

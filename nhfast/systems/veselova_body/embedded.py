@@ -22,6 +22,7 @@ import sympy as sp
 
 from nhfast.codegen.structured import IndexedProgram
 from nhfast.structured_field import StructuredVectorField
+from nhfast.symbolic import rigid_body as rb
 from nhfast.systems._common import Potential, potential_expr
 from nhfast.systems.veselova_body.formulas import (
     check_dimension,
@@ -35,6 +36,7 @@ from nhfast.vectorfield import VectorField
 __all__ = [
     "VESELOVA_OBSERVABLES",
     "veselova_program",
+    "structured_program",
     "veselova_structured",
     "veselova_embedded",
     "chart_to_embedded",
@@ -58,7 +60,11 @@ VESELOVA_OBSERVABLES = (
 
 
 def veselova_program(n: int, potential: Potential = None) -> IndexedProgram:
-    """The whole-sphere Veselova equations as an indexed program (see the module docstring).
+    """The whole-sphere Veselova equations as an indexed program, derived by hand.
+
+    The form of the module docstring, kept as the independent reference of the matrix-level
+    engine (which :func:`veselova_structured` uses) and as the source of
+    :func:`veselova_embedded` (its unrolled expressions are the simplest known).
 
     With the per-lane dot products ``c = (A gamma, gamma)``, ``r2 = |gamma|^2``,
     ``gw = gamma . w``, ``gm = gamma . m``, ``mw = m . w`` and ``mv = m . gammadot =
@@ -125,12 +131,55 @@ def veselova_program(n: int, potential: Potential = None) -> IndexedProgram:
     return prog
 
 
+def structured_program(n: int, potential: Potential = None) -> IndexedProgram:
+    """The whole-sphere Veselova equations derived by the matrix-level engine.
+
+    :class:`~nhfast.symbolic.rigid_body.RigidBody` with the seed's inertia ``I(Om) = A Om A``
+    and the space-fixed constraint derives ``gammadot = |gamma|^2 v`` and
+    ``mdot = -(m . v) gamma - |gamma|^2 P_gamma grad U`` with ``v`` from the reduced metric
+    (a rank-two Woodbury solve, ``O(n)`` per lane); its ``divergence`` is generated from the
+    program.  On the constraint manifold it equals :func:`veselova_program` to round-off (off
+    it both keep ``|gamma|^2`` and ``gamma . m`` exactly, with different extensions).  The
+    observables are :data:`VESELOVA_OBSERVABLES`.
+    """
+    n = check_dimension(n)
+    gam_c, _ = embedded_symbols(n)
+    U = potential_expr(potential, [gam_c])
+    if U.free_symbols - set(gam_c):
+        extra = ", ".join(sorted(map(str, U.free_symbols - set(gam_c))))
+        raise ValueError(f"potential may depend on gamma1..gamma{n} only, found {extra}")
+
+    def component_potential(g: list[sp.Symbol]) -> sp.Expr:
+        return U.xreplace(dict(zip(gam_c, g, strict=True)))
+
+    body = rb.RigidBody(
+        n,
+        lambda Om, A: A * Om * A,
+        [rb.diagonal("a", positive=True)],
+        component_potential=component_potential if U != 0 else None,
+        constraint=rb.space_fixed(),
+        name=f"veselova_{n}",
+    )
+    prog = body.program()
+    by_name = {s.name: s for s in prog.inputs}
+    g, a = by_name["gamma"], by_name["a"]
+    blocks = prog.outputs["observables"]  # energy, |gamma|^2, gamma . m, log det K
+    c = prog.reduce("c", inertia_quadratic([a], [g]))
+    prog.output(
+        "observables",
+        [*blocks[:3], log_density(n, c), blocks[1] - 1],
+        names=VESELOVA_OBSERVABLES,
+    )
+    return prog
+
+
 def veselova_structured(n: int, potential: Potential = None) -> StructuredVectorField:
     """Whole-sphere Veselova system on SO(n) with structured kernels (any ``n >= 3``).
 
-    The equations of :func:`veselova_program`; the generated C loops over the index (``O(n)``
-    work per lane and ``O(1)`` code size), so ``n = 64`` builds in about a second.  Pass it to
-    :func:`nhfast.integrate` unchanged.
+    The equations derived by the matrix-level engine (:func:`structured_program`; on the
+    constraint manifold they are those of :func:`veselova_program`); the generated C loops
+    over the index (``O(n)`` work per lane and ``O(1)`` code size), so ``n = 64`` builds in
+    seconds.  Pass it to :func:`nhfast.integrate` unchanged.
 
     Parameters
     ----------
@@ -159,7 +208,7 @@ def veselova_structured(n: int, potential: Potential = None) -> StructuredVector
     >>> res = nh.integrate(vf, x0, [0.0, 1.0], params=a)  # doctest: +SKIP
     """
     n = check_dimension(n)
-    prog = veselova_program(n, potential)
+    prog = structured_program(n, potential)
     gam = prog.state_symbols[:n]
     a = prog.param_symbols
     domain = {
