@@ -5,8 +5,11 @@ Submodules, each with one job:
 * :mod:`~nhfast.analysis.sampling` -- initial states in a box or on an energy shell, on the
   constraint manifold and inside the chart.
 * :mod:`~nhfast.analysis.measure` -- ``check_measure``: the defect
-  ``log rho(x(t)) + ell(t) - log rho(x(0))`` along trajectories, with flow-map determinants.
-* :mod:`~nhfast.analysis.density` -- ``discover_density``: fit sigma from ``X[sigma] = -div X``.
+  ``log rho(x(t)) + ell(t) - log rho(x(0))`` along trajectories, with flow-map determinants
+  (``flow_map_determinant``: finite differences of the flow, on a constraint manifold);
+  candidate densities as structured expressions (``LogTerm``, ``LogDensity``).
+* :mod:`~nhfast.analysis.density` -- ``discover_density``: fit sigma from ``X[sigma] = -div X``
+  (SymPy basis functions or structured ``LogTerm`` candidates).
 * :mod:`~nhfast.analysis.hamiltonisation` -- phi-simplicity (symbolic and on samples),
   conformal closedness, the Hamiltonised flow (Htilde, symplecticity, orbits).
 * :mod:`~nhfast.analysis.drift` -- energy error and constraint residual of a run.
@@ -26,6 +29,10 @@ from nhfast.analysis.result import Check, Report, jsonable
 
 _LAZY = {
     "check_measure": "measure",
+    "LogTerm": "measure",
+    "LogDensity": "measure",
+    "flow_map_determinant": "measure",
+    "FlowMapDeterminant": "measure",
     "discover_density": "density",
     "DensityFit": "density",
     "sample_box": "sampling",

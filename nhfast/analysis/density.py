@@ -27,6 +27,19 @@ only when each is within ``1e-9`` relative of one *and* the snapped closed form 
 the hold-out samples (a quarter of the samples, never used in the fit).  If ``div X`` vanishes
 on all samples the answer is the constant density.
 
+**Structured candidates.**  At large ``n`` (a
+:class:`~nhfast.structured_field.StructuredVectorField`) the basis holds
+:class:`~nhfast.analysis.measure.LogTerm` objects: compiled observables such as
+``log_det_metric`` (``X[t]`` by forward mode through the program) or NumPy callables (``X[t]``
+by differences along the flow); ``div X`` and ``X`` come from the generated kernels, so nothing
+is unrolled into SymPy.  The fit is returned as a
+:class:`~nhfast.analysis.measure.LogDensity` (``DensityFit.log_density``) that
+:func:`~nhfast.analysis.measure.check_measure` accepts.  E.g. the Veselova body with the
+physical inertia at ``n = 32``::
+
+    fit = discover_density(veselova_rigid_body(32), x, basis=["log_det_metric"], params=j)
+    fit.coefficients        # {'log_det_metric': -0.5}: rho = (det K_gamma)^(-1/2)
+
 A density found is **singular** where a factor ``P`` of ``rho`` (in ``log|P|`` or in the base
 ``Q`` of ``Q**alpha``) vanishes: ``rho`` vanishes or blows up on the hypersurface ``P = 0``.
 Such hypersurfaces are listed in ``DensityFit.singular`` (and in the statement) when ``P``
@@ -60,9 +73,17 @@ import scipy.linalg
 import sympy as sp
 
 from nhfast._validate import positive_int
+from nhfast.analysis.measure import (
+    LogDensity,
+    LogTerm,
+    divergence_values,
+    field_values,
+    validate_states,
+)
 from nhfast.analysis.result import Check
-from nhfast.analysis.sampling import as_vector_field, check_states
+from nhfast.analysis.sampling import as_vector_field
 from nhfast.codegen.numpy_backend import numpy_rows
+from nhfast.structured_field import StructuredVectorField
 from nhfast.vectorfield import VectorField
 
 __all__ = ["DensityFit", "discover_density", "monomials"]
@@ -100,6 +121,13 @@ class DensityFit:
         Factors ``P`` of the density that change sign on the samples: ``rho`` vanishes
         (positive exponent) or blows up (negative exponent) on each hypersurface ``P = 0``,
         so the invariant measure is singular there.
+    log_density : LogDensity or None
+        The fit as a :class:`~nhfast.analysis.measure.LogDensity` when the basis had
+        :class:`~nhfast.analysis.measure.LogTerm` members (``sigma`` then shows them as
+        symbols named by their labels); :func:`~nhfast.analysis.measure.check_measure`
+        accepts the fit itself as ``density``.
+    coefficients : dict
+        Fitted coefficient of each basis function (by its label), for the basis stage.
     """
 
     exists: bool
@@ -115,6 +143,8 @@ class DensityFit:
     statement: str = ""
     basis: list = field(default_factory=list)
     singular: list[sp.Expr] = field(default_factory=list)
+    log_density: LogDensity | None = None
+    coefficients: dict[str, float] = field(default_factory=dict)
 
     def to_check(self, name: str = "density discovery") -> Check:
         """The fit as a :class:`~nhfast.analysis.result.Check` (``holds`` = ``exists``)."""
@@ -149,19 +179,38 @@ class _Evaluator:
     def __init__(self, vf: VectorField, x: np.ndarray, par: np.ndarray) -> None:
         self.vf, self.x, self.par = vf, x, par
         p = par if par.shape[1] else None
-        cs = vf.compile(("divergence",))
-        self.f = cs.evaluate("rhs", x, params=p)
-        self.div = cs.evaluate("divergence", x, params=p)[:, 0]
+        if isinstance(vf, StructuredVectorField):
+            self.f = field_values(vf, x, par)
+            self.div = divergence_values(vf, x, par)
+        else:
+            cs = vf.compile(("divergence",))
+            self.f = cs.evaluate("rhs", x, params=p)
+            self.div = cs.evaluate("divergence", x, params=p)[:, 0]
         self.args = [*vf.states, *vf.params]
 
-    def values(self, exprs: list[sp.Expr]) -> np.ndarray:
-        return numpy_rows(self.args, exprs)(self.x, self.par)
+    def values(self, exprs: list[Any]) -> np.ndarray:
+        """Values of SymPy expressions and :class:`LogTerm` objects: (n_samples, len)."""
+        out = np.empty((self.x.shape[0], len(exprs)))
+        sym = [k for k, e in enumerate(exprs) if not isinstance(e, LogTerm)]
+        if sym:
+            out[:, sym] = numpy_rows(self.args, [exprs[k] for k in sym])(self.x, self.par)
+        for k, e in enumerate(exprs):
+            if isinstance(e, LogTerm):
+                out[:, k] = e.values(self.vf, self.x, self.par)
+        return out
 
-    def along(self, exprs: list[sp.Expr]) -> np.ndarray:
-        """``X[e](x_i)`` for each expression: shape (n_samples, len(exprs))."""
-        grads = [sp.diff(e, s) for e in exprs for s in self.vf.states]
-        g = self.values(grads).reshape(self.x.shape[0], len(exprs), self.vf.n_state)
-        return np.einsum("ikn,in->ik", g, self.f)
+    def along(self, exprs: list[Any]) -> np.ndarray:
+        """``X[e](x_i)`` for each expression (or LogTerm): shape (n_samples, len(exprs))."""
+        out = np.empty((self.x.shape[0], len(exprs)))
+        sym = [k for k, e in enumerate(exprs) if not isinstance(e, LogTerm)]
+        if sym:
+            grads = [sp.diff(exprs[k], s) for k in sym for s in self.vf.states]
+            g = self.values(grads).reshape(self.x.shape[0], len(sym), self.vf.n_state)
+            out[:, sym] = np.einsum("ikn,in->ik", g, self.f)
+        for k, e in enumerate(exprs):
+            if isinstance(e, LogTerm):
+                out[:, k] = e.along(self.vf, self.x, self.par, self.f)
+        return out
 
     def subset(self, rows: np.ndarray) -> _Evaluator:
         new = object.__new__(_Evaluator)
@@ -195,8 +244,23 @@ def _residual_of(ev: _Evaluator, sigma: sp.Expr) -> float:
     return _rel(ev.along([sigma])[:, 0] + ev.div, ev.div)
 
 
-def _fit_basis(ev: _Evaluator, hold: _Evaluator, basis: list[sp.Expr], tol: float, max_den: int):
-    A = ev.along(basis)
+def _symbolic(b: Any) -> sp.Expr:
+    """A basis function as a SymPy expression (a :class:`LogTerm` as a symbol of its label)."""
+    return sp.Symbol(b.label, real=True) if isinstance(b, LogTerm) else b
+
+
+def _fit_basis(
+    ev: _Evaluator,
+    hold: _Evaluator,
+    basis: list[Any],
+    tol: float,
+    max_den: int,
+    along: tuple[np.ndarray, np.ndarray],
+):
+    """Least squares in the basis; returns ``(sigma, res, snapped, null_dim, coef, hres)``
+    (``hres`` the hold-out residual of the returned coefficients).  ``along``: ``X[b_k]`` on
+    the fitting and on the hold-out samples."""
+    A, Ah = along
     b = -ev.div
     scale = np.linalg.norm(A, axis=0)
     scale[scale == 0] = 1.0
@@ -205,16 +269,21 @@ def _fit_basis(ev: _Evaluator, hold: _Evaluator, basis: list[sp.Expr], tol: floa
     sv = np.linalg.svd(A / scale, compute_uv=False)
     null_dim = int(np.sum(sv <= 1e-10 * sv[0])) if sv.size else 0
     res = _rel(A @ c - b, b)
-    sigma = sp.Add(*[_rational(ck) * bk for ck, bk in zip(c, basis, strict=True)])
+    hres = _rel(Ah @ c + hold.div, hold.div)
+    terms = [_symbolic(bk) for bk in basis]
+    sigma = sp.Add(*[_rational(ck) * bk for ck, bk in zip(c, terms, strict=True)])
+    coef = np.asarray(c, dtype=float)
     snapped = False
     if res <= tol:
         cmax = np.abs(c).max()
         rc = _snap(np.where(np.abs(c) <= 1e-10 * cmax, 0.0, c), max_den)
         if rc is not None:
-            cand = sp.Add(*[_rational(ck) * bk for ck, bk in zip(rc, basis, strict=True)])
-            if _residual_of(hold, cand) <= tol:
-                sigma, snapped = cand, True
-    return sigma, res, snapped, null_dim
+            rcf = np.array([float(v) for v in rc])
+            h_snap = _rel(Ah @ rcf + hold.div, hold.div)
+            if h_snap <= tol:
+                cand = sp.Add(*[_rational(ck) * bk for ck, bk in zip(rc, terms, strict=True)])
+                sigma, snapped, coef, hres = cand, True, rcf, h_snap
+    return sigma, res, snapped, null_dim, coef, hres
 
 
 def _fit_log_quadratic(
@@ -331,7 +400,7 @@ def discover_density(
     *,
     variables: Any = None,
     degree: int = 2,
-    log_quadratic: bool = True,
+    log_quadratic: bool | None = None,
     tol: float = 1e-8,
     max_denominator: int = 1000,
     holdout: float = 0.25,
@@ -348,18 +417,26 @@ def discover_density(
     samples : array_like, shape (n_samples, n_state), or callable ``sampler(vf)``
         Points where ``X[sigma] = -div X`` is imposed; use a few times more samples than
         basis functions (the log-quadratic stage has about ``(r+1)(r+2)`` unknowns).
-    basis : sequence of sympy.Expr, optional
+    basis : sequence of sympy.Expr, LogTerm or str, optional
         Functions of the states (and params) for ``sigma`` (constants are dropped: they do
-        not change the measure up to a factor).  Default: monomials of degree
-        ``1..degree`` in ``variables``, and with ``log_terms`` the ``log(P**2)`` terms.
+        not change the measure up to a factor).  A
+        :class:`~nhfast.analysis.measure.LogTerm` (or the name of an observable of the
+        system, read as ``LogTerm(name)``) is a structured candidate term, e.g.
+        ``LogTerm("log_det_metric")``: its coefficient is fitted like any other, ``X[t]``
+        comes from generated code (see ``LogTerm``), and the result's ``log_density`` holds
+        the fit.  Default: monomials of degree ``1..degree`` in ``variables``, and with
+        ``log_terms`` the ``log(P**2)`` terms; for a
+        :class:`~nhfast.structured_field.StructuredVectorField` (whose SymPy form is not
+        unrolled): its observables whose names start with ``log``.
     params : array_like, shape (n_params,) or (n_samples, n_params), optional
     variables : sequence of sympy.Symbol or "all", optional
         Coordinates of the default basis and of the quadratic form: default the shape
         coordinates (the first ``split`` states, else the first half).
     degree : int
         Degree of the default polynomial basis.
-    log_quadratic : bool
-        Also try ``sigma = alpha log Q`` (see the module docstring).
+    log_quadratic : bool, optional
+        Also try ``sigma = alpha log Q`` (see the module docstring).  Default: yes, unless
+        the basis has structured terms or the field is structured.
     tol : float
         Relative residual below which a fit counts.
     max_denominator : int
@@ -386,7 +463,7 @@ def discover_density(
     vf = as_vector_field(system)
     if callable(samples):
         samples = samples(vf)
-    x, par = check_states(system, samples, params, "samples")
+    x, par = validate_states(system, samples, params, "samples")
     degree = positive_int(degree, "degree")
     if not (isinstance(tol, float | int) and 0 < tol < 1):
         raise ValueError(f"tol must be a number in (0, 1), got {tol!r}")
@@ -394,6 +471,9 @@ def discover_density(
         raise ValueError(f"holdout must lie in (0, 1), got {holdout!r}")
     vars_ = _variables(vf, variables)
     fns = _basis(vf, basis, vars_, degree)
+    structured = isinstance(vf, StructuredVectorField) or any(isinstance(f, LogTerm) for f in fns)
+    if log_quadratic is None:
+        log_quadratic = not structured
     n = x.shape[0]
     n_unknown = max(len(fns), 2 * len(monomials(vars_, 2, True)) if log_quadratic else 0)
     if n < 4 or int(n * (1 - holdout)) < n_unknown + 2:
@@ -406,7 +486,7 @@ def discover_density(
     nh = max(2, int(round(holdout * n)))
     full = _Evaluator(vf, x, par)
     ev, hold = full.subset(perm[nh:]), full.subset(perm[:nh])
-    if basis is None and log_terms:
+    if basis is None and log_terms and not structured:
         room = int(n * (1 - holdout)) - 2 - len(fns)
         fns = fns + _log_terms(full, vars_)[: max(room, 0)]
 
@@ -420,8 +500,13 @@ def discover_density(
 
     residuals: dict[str, float] = {}
     candidates = []
+    fit_coef: np.ndarray | None = None
+    basis_hres = float("nan")
     if fns:
-        sigma, res, snapped, nd = _fit_basis(ev, hold, fns, tol, max_denominator)
+        A_all = full.along(fns)  # one evaluation of the gradients on all samples
+        sigma, res, snapped, nd, fit_coef, basis_hres = _fit_basis(
+            ev, hold, fns, tol, max_denominator, (A_all[perm[nh:]], A_all[perm[:nh]])
+        )
         residuals["basis"] = res
         candidates.append(("basis", sigma, res, snapped, nd))
     if log_quadratic and vars_:
@@ -431,7 +516,7 @@ def discover_density(
             candidates.append(("log-quadratic", sigma, res, snapped, nd))
     for kind, sigma, res, snapped, nd in candidates:
         if res <= tol:
-            hres = _residual_of(hold, sigma)
+            hres = basis_hres if kind == "basis" else _residual_of(hold, sigma)
             if hres <= tol:
                 rho = sp.powsimp(sp.exp(sigma)) if kind == "basis" else _power(sigma)
                 sing = _singular_factors(full, sigma)
@@ -442,25 +527,51 @@ def discover_density(
                         f"rho ~ |{p}|**({e}) {'blows up' if e < 0 else 'vanishes'} on {p} = 0"
                         for p, e in sing
                     )
+                log_density, coefficients = None, {}
+                if kind == "basis" and fit_coef is not None:
+                    coefficients = {
+                        str(_symbolic(f)): float(c) for f, c in zip(fns, fit_coef, strict=True)
+                    }
+                    if structured:
+                        log_density = _as_log_density(vf, fns, fit_coef)
                 return DensityFit(
                     True, sigma, rho, kind, res, hres, tol, snapped, nd, residuals,
                     f"found ({kind}): rho = {rho}, relative residual {res:.1e} (hold-out "
-                    f"{hres:.1e}) <= {tol:.0e}{where}", fns, singular,
+                    f"{hres:.1e}) <= {tol:.0e}{where}", fns, singular, log_density,
+                    coefficients,
                 )  # fmt: skip
     best = min((c[2] for c in candidates), default=np.inf)
     what = f"polynomials of degree <= {degree} in {', '.join(map(str, vars_))}"
     n_log = sum(isinstance(f, sp.log) for f in fns)
     if basis is None and n_log:
         what += f" plus {n_log} terms log|P| (P a variable or a factor of the right-hand side)"
-    if basis is not None:
-        what = f"the {len(fns)} given functions"
+    if basis is not None or structured:
+        what = f"the {len(fns)} functions " + ", ".join(str(_symbolic(f)) for f in fns[:6])
+        what += ", ..." if len(fns) > 6 else ""
     if log_quadratic:
         what += " or alpha log Q with Q quadratic in " + ", ".join(map(str, vars_))
+    coefficients = {}
+    if fit_coef is not None:
+        coefficients = {str(_symbolic(f)): float(c) for f, c in zip(fns, fit_coef, strict=True)}
     return DensityFit(
         False, None, None, "", float(best), float("nan"), tol, False, 0, residuals,
         f"no invariant density exp(sigma) with sigma in {what}: smallest relative residual "
-        f"{best:.2e} > {tol:.0e}", fns,
+        f"{best:.2e} > {tol:.0e}", fns, coefficients=coefficients,
     )  # fmt: skip
+
+
+def _as_log_density(vf: VectorField, fns: list[Any], coef: np.ndarray) -> LogDensity:
+    """The fitted ``sigma`` as a LogDensity (SymPy members as NumPy callables)."""
+    args = [*vf.states, *vf.params]
+    terms = []
+    for f, c in zip(fns, coef, strict=True):
+        if c == 0:
+            continue
+        if not isinstance(f, LogTerm):
+            rows = numpy_rows(args, [f])
+            f = LogTerm(lambda x, p, rows=rows: rows(x, p)[:, 0], label=str(f))
+        terms.append((float(c), f))
+    return LogDensity(terms or [(0.0, fns[0])])
 
 
 def _log_terms(ev: _Evaluator, vars_: list[sp.Symbol]) -> list[sp.Expr]:
@@ -558,16 +669,34 @@ def _variables(vf: VectorField, variables: Any) -> list[sp.Symbol]:
     return out
 
 
-def _basis(vf: VectorField, basis: Any, vars_: list[sp.Symbol], degree: int) -> list[sp.Expr]:
+def _basis(vf: VectorField, basis: Any, vars_: list[sp.Symbol], degree: int) -> list[Any]:
     if basis is None:
+        if isinstance(vf, StructuredVectorField):
+            logs = [LogTerm(k) for k in (vf.observables or {}) if k.startswith("log")]
+            if not logs:
+                raise ValueError(
+                    f"{vf.name!r} is structured and has no log observable: give a basis "
+                    "(LogTerm objects or SymPy functions of a few states)"
+                )
+            return logs
         return monomials(vars_, degree)
-    try:
-        fns = [sp.sympify(b) for b in basis]
-    except (TypeError, sp.SympifyError) as exc:
-        raise TypeError(f"basis must be a sequence of SymPy expressions: {exc}") from None
+    if isinstance(basis, (str, LogTerm)) or not np.iterable(basis):
+        basis = [basis]
+    names = set(vf.observables or {})
+    out: list[tuple[int, Any]] = []
+    fns = []
+    for k, b in enumerate(basis):
+        if isinstance(b, LogTerm) or (isinstance(b, str) and b in names):
+            out.append((k, b if isinstance(b, LogTerm) else LogTerm(b)))
+            continue
+        try:
+            fns.append((k, sp.sympify(b)))
+        except (TypeError, sp.SympifyError) as exc:
+            raise TypeError(
+                f"basis[{k}] must be a SymPy expression, a LogTerm or an observable name: {exc}"
+            ) from None
     known = set(vf.states) | set(vf.params)
-    out = []
-    for k, f in enumerate(fns):
+    for k, f in fns:
         if not isinstance(f, sp.Expr):
             raise TypeError(f"basis[{k}] must be a scalar expression, got {f!r}")
         extra = f.free_symbols - known
@@ -578,7 +707,7 @@ def _basis(vf: VectorField, basis: Any, vars_: list[sp.Symbol], degree: int) -> 
             )
         if not (f.free_symbols & set(vf.states)):
             continue  # constants do not change the measure up to a factor
-        out.append(f)
+        out.append((k, f))
     if not out:
         raise ValueError("basis contains no function of the states")
-    return out
+    return [f for _, f in sorted(out, key=lambda kf: kf[0])]

@@ -25,32 +25,737 @@ Example
 >>> chk = check_measure(vf, c ** (-1 / 2), x0, t=1.0, params=a)
 >>> chk.holds
 True
+
+Structured densities
+--------------------
+At large ``n`` a density is not written as a SymPy expression in the states (for the rigid
+bodies of :mod:`nhfast.symbolic.rigid_body` the unrolled ``log det K`` has ``O(n^3)`` terms).
+A :class:`LogDensity` is a linear combination ``log rho = sum_k c_k t_k(x)`` of
+:class:`LogTerm` objects: a compiled observable of the system (``LogTerm("log_det_metric")``,
+``O(n)`` per lane from the program's own statements), the logarithm of one
+(``LogTerm("q", log=True)``), or any NumPy callable ``f(x, params) -> (k,)`` (e.g. a quadratic
+form with a per-lane inverse).  Arithmetic reads as on ``log rho``: ``-0.5 * LogTerm(...)`` is
+``rho = exp(-1/2 t)``; ``rho ** 1.1`` scales every coefficient (a perturbed exponent).
+:func:`check_measure` accepts one as ``density``; :func:`nhfast.analysis.density.discover_density`
+accepts :class:`LogTerm` objects (or observable names) in its basis and fits their coefficients.
+
+For a :class:`~nhfast.structured_field.StructuredVectorField` without a ``divergence`` output the
+divergence is generated from the program (:func:`nhfast.codegen.differentiate.with_divergence`);
+the Jacobian lanes integrate the forward-mode variational program
+(:func:`nhfast.codegen.differentiate.jvp_program`), ``n_state`` lanes per trajectory, instead of
+unrolled SymPy variational equations.
+
+Constraint manifolds
+--------------------
+A system with a constraint manifold ``F(x) = 0`` (e.g. ``T*S^{n-1} = {|gamma|^2 = 1,
+gamma.m = 0}`` embedded in ``R^{2n}``) is integrated in the ambient space.  When ``F`` are first
+integrals of the ambient field (they are for the rigid bodies: ``|gamma|^2`` and ``b.m`` are
+conserved off the manifold too), ``L_X dF = 0`` and ``dx = sigma ^ dF`` with ``sigma`` the
+Gelfand-Leray form of the level sets, so the ambient defect along a trajectory on the manifold is
+the defect of ``rho sigma`` on the manifold.  ``sigma`` is the Liouville volume of the level set
+up to the factor ``|det {F_i, F_j}|^(1/2)`` (a constant, ``|gamma|^2 = 1``, for ``T*S^{n-1}``).
+:func:`flow_map_determinant` measures the flow on the manifold directly (see there).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
 from nhfast._cache import memo
+from nhfast._kernels import compile_kernels
 from nhfast._validate import output_times, positive
 from nhfast.analysis.result import Check
-from nhfast.analysis.sampling import as_vector_field, check_states
+from nhfast.analysis.sampling import as_vector_field, check_params, check_states
+from nhfast.codegen.differentiate import jvp_program, with_divergence
+from nhfast.codegen.numpy_backend import numpy_rows
 from nhfast.integrate import integrate
+from nhfast.structured_field import StructuredVectorField
 from nhfast.vectorfield import VectorField
 
 __all__ = [
+    "FlowMapDeterminant",
+    "LogDensity",
+    "LogTerm",
     "check_measure",
+    "constraint_values",
     "density_expression",
     "density_kernel",
+    "divergence_field",
+    "divergence_values",
+    "field_values",
+    "flow_jacobian",
+    "flow_map_determinant",
     "liouville_field",
+    "manifold_log_det",
+    "validate_states",
     "variational_field",
 ]
 
 _EPS = float(np.finfo(float).eps)
+
+
+# --------------------------------------------------------------- structured densities ----
+
+
+class LogTerm:
+    """One function ``t(x)`` of the state, a term of ``log rho`` (see the module docstring).
+
+    Parameters
+    ----------
+    source : str or callable
+        The name of an observable of the system (evaluated by its compiled observable
+        kernel), or ``f(x, params) -> values`` with ``x`` of shape ``(k, n_state)``,
+        ``params`` of shape ``(k, n_params)`` and values of shape ``(k,)`` (NumPy, per lane).
+    log : bool
+        ``t = log |source|`` instead of ``source`` (``rho = |q|**c`` for
+        ``c * LogTerm("q", log=True)``).
+    label : str, optional
+        Name in statements (default: the observable's name, ``log|name|``, or the callable's
+        ``__name__``).
+    derivative : {"auto", "exact", "differences"}
+        How ``X[t]`` is computed (see Notes): ``"auto"`` exact where a rule exists, else
+        differences; ``"exact"`` raises ``ValueError`` where there is no rule;
+        ``"differences"`` never compiles the forward-mode observable kernels (one library
+        fewer, about ``1e-12`` relative error instead of roundoff).
+
+    Notes
+    -----
+    ``X[t]`` (needed by :func:`nhfast.analysis.density.discover_density`) is exact for an
+    observable of a :class:`~nhfast.structured_field.StructuredVectorField` (forward-mode
+    derivative of the observables' program, :func:`nhfast.codegen.differentiate.jvp_program`)
+    or of a plain field (SymPy gradient).  Otherwise (callables, programs with statements
+    without a tangent rule such as the log-determinant of a dense solve) it is a fourth-order
+    central difference along the flow direction,
+    ``X[t](x) ~ (t(x - 2hX) - 8 t(x - hX) + 8 t(x + hX) - t(x + 2hX)) / 12h`` with
+    ``h |X| = 1e-3 (1 + |x|)`` (truncation about ``1e-12``, roundoff about ``1e-13`` relative);
+    the points ``x +- hX`` leave a constraint manifold at second order, so ``t`` must be
+    defined near it.
+
+    Examples
+    --------
+    >>> rho = -0.5 * LogTerm("log_det_metric")          # rho = (det K)^(-1/2)
+    >>> str(rho ** 1.1)
+    '-0.55*log_det_metric'
+    """
+
+    def __init__(
+        self,
+        source: str | Callable,
+        *,
+        log: bool = False,
+        label: str | None = None,
+        derivative: str = "auto",
+    ) -> None:
+        if not (isinstance(source, str) or callable(source)):
+            raise TypeError(
+                "LogTerm source must be an observable name or a callable f(x, params), got "
+                f"{type(source).__name__}"
+            )
+        if derivative not in ("auto", "exact", "differences"):
+            raise ValueError(
+                f"derivative must be 'auto', 'exact' or 'differences', got {derivative!r}"
+            )
+        self.derivative = derivative
+        self.source = source
+        self.log = bool(log)
+        base = source if isinstance(source, str) else getattr(source, "__name__", "f")
+        self.label = label or (f"log|{base}|" if self.log else str(base))
+
+    def __repr__(self) -> str:
+        return f"LogTerm({self.label!r})"
+
+    def __str__(self) -> str:
+        return self.label
+
+    def __mul__(self, c: Any) -> LogDensity:
+        return LogDensity([(c, self)])
+
+    __rmul__ = __mul__
+
+    def __neg__(self) -> LogDensity:
+        return LogDensity([(-1.0, self)])
+
+    def __add__(self, other: Any) -> LogDensity:
+        return LogDensity([(1.0, self)]) + other
+
+    def _source_values(self, vf: VectorField, x: np.ndarray, par: np.ndarray) -> np.ndarray:
+        if isinstance(self.source, str):
+            names = list(vf.observables or {})
+            if self.source not in names:
+                raise ValueError(
+                    f"LogTerm: {vf.name!r} has no observable {self.source!r}; it has "
+                    f"{', '.join(names) or 'none'}"
+                )
+            return _evaluate(vf, "observables", x, par)[:, names.index(self.source)]
+        v = np.asarray(self.source(x, par), dtype=float)
+        if v.shape != (x.shape[0],):
+            raise ValueError(
+                f"LogTerm {self.label}: the callable must return shape ({x.shape[0]},), "
+                f"got {v.shape}"
+            )
+        return v
+
+    def values(self, vf: VectorField, x: Any, par: Any) -> np.ndarray:
+        """``t`` at the rows ``x`` (shape ``(k, n_state)``; params ``(k, n_params)``)."""
+        x = np.atleast_2d(np.asarray(x, dtype=float))
+        par = np.asarray(par, dtype=float).reshape(x.shape[0], -1)
+        v = self._source_values(vf, x, par)
+        if self.log:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                v = np.log(np.abs(v))
+        return v
+
+    def along(self, vf: VectorField, x: Any, par: Any, f: Any = None) -> np.ndarray:
+        """``X[t]`` at the rows ``x`` (``f``: the field's values there; computed if None)."""
+        x = np.atleast_2d(np.asarray(x, dtype=float))
+        par = np.asarray(par, dtype=float).reshape(x.shape[0], -1)
+        f = field_values(vf, x, par) if f is None else np.asarray(f, dtype=float)
+        if isinstance(self.source, str) and self.derivative != "differences":
+            d = _observable_derivative(vf, self.source, x, par, f)
+            if d is not None:
+                return d / self._source_values(vf, x, par) if self.log else d
+        if self.derivative == "exact":
+            raise ValueError(
+                f"LogTerm {self.label}: no exact derivative rule on {vf.name!r} (a callable, "
+                "or a program statement without a tangent rule); use derivative='auto'"
+            )
+        return _along_by_differences(lambda y: self.values(vf, y, par), x, f)
+
+
+class LogDensity:
+    """A candidate density given by its logarithm ``log rho = sum_k c_k t_k(x)``.
+
+    Parameters
+    ----------
+    terms : LogTerm, or sequence of (coefficient, LogTerm)
+        The terms (a bare :class:`LogTerm` is ``log rho = t``).
+
+    Notes
+    -----
+    ``c * d``, ``d * c``, ``-d``, ``d + e`` act on ``log rho``; ``d ** a`` is ``rho ** a``
+    (all coefficients times ``a``).  Accepted by :func:`check_measure` as ``density``;
+    :class:`~nhfast.analysis.density.DensityFit` holds one as ``log_density`` when its basis
+    had :class:`LogTerm` members.
+    """
+
+    def __init__(self, terms: Any) -> None:
+        if isinstance(terms, LogTerm):
+            terms = [(1.0, terms)]
+        out: list[tuple[float, LogTerm]] = []
+        for item in terms:
+            try:
+                c, t = item
+                c = float(c)
+            except (TypeError, ValueError):
+                raise TypeError(
+                    f"LogDensity terms must be (coefficient, LogTerm) pairs, got {item!r}"
+                ) from None
+            if not isinstance(t, LogTerm):
+                raise TypeError(f"LogDensity terms must hold LogTerm objects, got {t!r}")
+            if not np.isfinite(c):
+                raise ValueError(f"LogDensity coefficient of {t} must be finite, got {c}")
+            out.append((c, t))
+        if not out:
+            raise ValueError("LogDensity needs at least one term")
+        self.terms: tuple[tuple[float, LogTerm], ...] = tuple(out)
+
+    def __repr__(self) -> str:
+        return f"LogDensity({str(self)!r})"
+
+    def __str__(self) -> str:
+        parts = [f"{c:.15g}*{t}" for c, t in self.terms]
+        return " + ".join(parts).replace("+ -", "- ")
+
+    def __mul__(self, a: Any) -> LogDensity:
+        a = float(a)
+        return LogDensity([(a * c, t) for c, t in self.terms])
+
+    __rmul__ = __mul__
+
+    def __pow__(self, a: Any) -> LogDensity:
+        return self * a
+
+    def __neg__(self) -> LogDensity:
+        return self * -1.0
+
+    def __add__(self, other: Any) -> LogDensity:
+        if isinstance(other, LogTerm):
+            other = LogDensity(other)
+        if not isinstance(other, LogDensity):
+            return NotImplemented
+        return LogDensity([*self.terms, *other.terms])
+
+    def values(self, vf: VectorField, x: Any, par: Any) -> np.ndarray:
+        """``log rho`` at the rows ``x``."""
+        return sum(c * t.values(vf, x, par) for c, t in self.terms)  # type: ignore[return-value]
+
+    def along(self, vf: VectorField, x: Any, par: Any, f: Any = None) -> np.ndarray:
+        """``X[log rho]`` at the rows ``x``."""
+        x = np.atleast_2d(np.asarray(x, dtype=float))
+        par = np.asarray(par, dtype=float).reshape(x.shape[0], -1)
+        f = field_values(vf, x, par) if f is None else f
+        return sum(c * t.along(vf, x, par, f) for c, t in self.terms)  # type: ignore[return-value]
+
+
+def _along_by_differences(fn: Callable, x: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """Fourth-order central difference of ``fn`` along ``f`` (see :class:`LogTerm`)."""
+    speed = np.linalg.norm(f, axis=1)
+    h = np.where(speed > 0, 1e-3 * (1.0 + np.linalg.norm(x, axis=1)) / np.maximum(speed, 1e-300), 0)
+    d = h[:, None] * f
+    vals = [fn(x + k * d) for k in (-2, -1, 1, 2)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = (vals[0] - 8 * vals[1] + 8 * vals[2] - vals[3]) / (12 * h)
+    return np.where(speed > 0, out, 0.0)
+
+
+def _tangent_observables(vf: VectorField) -> tuple[Any, list[str]] | None:
+    """Compiled ``(D obs) dx`` of a structured field's observables (None without a rule)."""
+    if not isinstance(vf, StructuredVectorField):
+        return None
+    prog = vf.program
+    names = list(prog.output_names.get("observables", ()))
+    try:
+        jp = jvp_program(prog, "observables")
+    except NotImplementedError:
+        return None
+    blocks = jp.outputs["rhs"]
+    tangents = blocks[len(names) :]
+    states = [s for s, inp in sorted(jp.inputs.items(), key=lambda kv: kv[1].offset)]
+    states = [s for s in states if jp.inputs[s].where == "x"]
+    n_orig = len([s for s in prog.inputs if prog.inputs[s].where == "x"])
+    # a program whose rhs has one row per state (the kernels need it; never integrated) and
+    # whose observables are the tangents
+    jp.output("observables", tangents, names=[f"d_{k}" for k in names])
+    jp.output("rhs", [*prog.outputs["rhs"], *states[n_orig:]])
+    cs = compile_kernels(jp, f"{vf.name}_observable_tangents")
+    return cs, names
+
+
+def _observable_derivative(
+    vf: VectorField, name: str, x: np.ndarray, par: np.ndarray, f: np.ndarray
+) -> np.ndarray | None:
+    """Exact ``X[obs]`` where a rule exists (structured: forward mode; plain: SymPy)."""
+    p = par if vf.n_params else None
+    if isinstance(vf, StructuredVectorField):
+        tan = memo(vf, "observable tangents", lambda: _tangent_observables(vf))
+        if tan is None:
+            return None
+        cs, names = tan
+        return cs.evaluate("observables", np.concatenate([x, f], axis=1), params=p)[
+            :, names.index(name)
+        ]
+    expr = vf.observables[name]
+    grads = memo(
+        vf,
+        ("observable gradient", name),
+        lambda: numpy_rows([*vf.states, *vf.params], [sp.diff(expr, s) for s in vf.states]),
+    )
+    return np.einsum("in,in->i", grads(x, par), f)
+
+
+def divergence_field(vf: VectorField) -> VectorField:
+    """``vf`` with a ``divergence`` companion (cached on ``vf``).
+
+    A plain :class:`~nhfast.vectorfield.VectorField` has one (SymPy); a
+    :class:`~nhfast.structured_field.StructuredVectorField` without a ``divergence`` output gets
+    one generated from its program (:func:`nhfast.codegen.differentiate.with_divergence`,
+    ``O(n)`` per lane).
+
+    Raises
+    ------
+    NotImplementedError
+        For programs with statements without an ``O(n)`` trace rule (a dense solve).
+    """
+    if not isinstance(vf, StructuredVectorField) or "divergence" in vf.program.outputs:
+        return vf
+
+    def build() -> VectorField:
+        return StructuredVectorField(
+            with_divergence(vf.program), name=f"{vf.name}_div", domain=vf.domain or None
+        )
+
+    return memo(vf, "divergence field", build)
+
+
+def _evaluation_field(vf: VectorField) -> tuple[VectorField, int]:
+    """The compiled field that evaluates ``vf``: for a structured field its Liouville field
+    (one library for the field, its divergence, its observables and the integration with
+    ``ell``; the states padded with ``ell = 0``), else ``vf`` itself."""
+    if isinstance(vf, StructuredVectorField):
+        try:
+            return liouville_field(vf), 1
+        except NotImplementedError:
+            return vf, 0
+    return vf, 0
+
+
+def _evaluate(vf: VectorField, family: str, x: np.ndarray, par: np.ndarray) -> np.ndarray:
+    ef, pad = _evaluation_field(vf)
+    if pad:
+        x = np.concatenate([x, np.zeros((x.shape[0], pad))], axis=1)
+    if isinstance(ef, StructuredVectorField):
+        cs = ef.compile()
+    else:
+        cs = ef.compile((family,) if family != "rhs" else ())
+    return cs.evaluate(family, x, params=par if vf.n_params else None)
+
+
+def field_values(vf: VectorField, x: Any, par: Any) -> np.ndarray:
+    """``X(x)`` at the rows ``x`` (compiled kernel)."""
+    x = np.atleast_2d(np.asarray(x, dtype=float))
+    par = np.asarray(par, dtype=float).reshape(x.shape[0], -1)
+    return _evaluate(vf, "rhs", x, par)[:, : vf.n_state]
+
+
+def divergence_values(vf: VectorField, x: Any, par: Any) -> np.ndarray:
+    """``div X`` at the rows ``x``: generated (see :func:`divergence_field`), or, for programs
+    without a trace rule, the trace of fourth-order central differences of ``X`` (``2 n_state``
+    evaluations per row at ``h = 1e-3 (1 + |x|)``; about ``1e-11`` relative)."""
+    x = np.atleast_2d(np.asarray(x, dtype=float))
+    par = np.asarray(par, dtype=float).reshape(x.shape[0], -1)
+    p = par if vf.n_params else None
+    ef, pad = _evaluation_field(vf)
+    if pad:
+        return _evaluate(vf, "rhs", x, par)[:, vf.n_state]
+    if not isinstance(vf, StructuredVectorField):
+        return vf.compile(("divergence",)).evaluate("divergence", x, params=p)[:, 0]
+    h = 1e-3 * (1.0 + np.linalg.norm(x, axis=1))
+    out = np.zeros(x.shape[0])
+    for k in range(vf.n_state):
+        e = np.zeros(vf.n_state)
+        e[k] = 1.0
+        d = h[:, None] * e
+        v = [field_values(vf, x + j * d, par)[:, k] for j in (-2, -1, 1, 2)]
+        out += (v[0] - 8 * v[1] + 8 * v[2] - v[3]) / (12 * h)
+    return out
+
+
+def constraint_values(vf: VectorField, x: Any, par: Any) -> dict[str, np.ndarray]:
+    """Values of the constraint functions at the rows ``x`` (they vanish on the manifold).
+
+    The naming rule of :func:`nhfast.analysis.sampling.constraint_functions`, evaluated by the
+    compiled observable kernel (observables ``constraint``, ``*_constraint``; ``gamma_norm``
+    minus one), so that a structured field's observables are never unrolled.
+    """
+    x = np.atleast_2d(np.asarray(x, dtype=float))
+    par = np.asarray(par, dtype=float).reshape(x.shape[0], -1)
+    names = list(vf.observables or {})
+    picked = [k for k in names if k == "constraint" or k.endswith("_constraint")]
+    picked += [k for k in names if k == "gamma_norm"]
+    if not picked:
+        return {}
+    vals = _evaluate(vf, "observables", x, par)
+    return {k: vals[:, names.index(k)] - (1.0 if k == "gamma_norm" else 0.0) for k in picked}
+
+
+def validate_states(
+    system: Any, x: Any, params: Any = None, name: str = "samples", constraint_tol: float = 1e-8
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`~nhfast.analysis.sampling.check_states` that stays ``O(n)`` for structured fields.
+
+    For a :class:`~nhfast.structured_field.StructuredVectorField` the constraint functions are
+    evaluated by the compiled observable kernel (:func:`constraint_values`) instead of
+    unrolling the observables into SymPy (tens of seconds at ``n = 32``); otherwise this is
+    ``check_states``.  Same arguments, returns and errors.
+    """
+    vf = as_vector_field(system)
+    if not isinstance(vf, StructuredVectorField):
+        return check_states(system, x, params, name, constraint_tol)
+    try:
+        arr = np.array(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of real numbers: {exc}") from None
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.shape[1] != vf.n_state or arr.shape[0] == 0:
+        raise ValueError(f"{name} must have shape (n_samples, {vf.n_state}); got {np.shape(x)}")
+    bad = np.flatnonzero(~np.all(np.isfinite(arr), axis=1))
+    if bad.size:
+        raise ValueError(f"{name} contains NaN or infinite values (first at row {bad[0]})")
+    par = check_params(vf, params, arr.shape[0])
+    vf.check_domain(arr, par, name)
+    scale = 1.0 + np.sum(arr**2, axis=1)
+    for label, vals in constraint_values(vf, arr, par).items():
+        off = np.flatnonzero(~(np.abs(vals) <= constraint_tol * scale))
+        if off.size:
+            raise ValueError(
+                f"{name}: {off.size} state(s) off the constraint manifold: {label} = "
+                f"{vals[off[0]]:.3g} at row {off[0]} (must vanish; "
+                "use sampling.project_to_constraints)"
+            )
+    return arr, par
+
+
+def flow_jacobian(
+    system: Any,
+    x0: Any,
+    t: Any,
+    params: Any = None,
+    *,
+    method: str = "dop853",
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+    threads: int = 1,
+) -> tuple[np.ndarray, np.ndarray]:
+    """States and flow-map Jacobians ``DPhi_t`` from the variational equations ``M' = DX M``.
+
+    A :class:`~nhfast.structured_field.StructuredVectorField` integrates the forward-mode
+    program :func:`nhfast.codegen.differentiate.jvp_program` with ``n_state`` lanes per
+    trajectory (tangent ``e_j`` in lane ``j``: ``O(n)`` work per lane, no SymPy); any other
+    field the variational field of :func:`variational_field`.
+
+    Parameters
+    ----------
+    system
+        A ``VectorField`` (or anything :func:`~nhfast.analysis.sampling.as_vector_field`
+        converts).
+    x0 : array_like, shape (k, n_state)
+    t : float or array_like
+        Final time (51 output times) or increasing output times.
+    params : array_like, optional
+    method, rtol, atol, threads
+        As for :func:`nhfast.integrate.integrate`.
+
+    Returns
+    -------
+    x : ndarray, shape (k, n_t, n_state)
+    M : ndarray, shape (k, n_t, n_state, n_state)
+    """
+    vf = as_vector_field(system)
+    x0, par = validate_states(vf, x0, params, "x0")
+    times = _times(t)
+    kw = dict(method=method, rtol=rtol, atol=atol, threads=threads)
+    n = vf.n_state
+    if isinstance(vf, StructuredVectorField):
+        jf = memo(
+            vf,
+            "jvp field",
+            lambda: StructuredVectorField(
+                jvp_program(vf.program, "rhs"), name=f"{vf.name}_jvp", domain=vf.domain or None
+            ),
+        )
+        k = x0.shape[0]
+        y0 = np.concatenate([np.repeat(x0, n, axis=0), np.tile(np.eye(n), (k, 1))], axis=1)
+        p = np.repeat(par, n, axis=0) if vf.n_params else None
+        res = integrate(jf, y0, times, params=p, observables=False, **kw)
+        y = res.y.reshape(k, n, times.size, 2 * n)
+        return y[:, 0, :, :n], np.transpose(y[..., n:], (0, 2, 3, 1))
+    var, init, split = variational_field(vf)
+    res = integrate(var, init(x0), times, params=par if vf.n_params else None, **kw)
+    x, M = split(res.y)
+    return x, M
+
+
+def _gradients(vf: VectorField, x: np.ndarray, par: np.ndarray) -> np.ndarray:
+    """``dF/dx`` of the constraint functions, shape (k, c, n): fourth-order differences."""
+    n = vf.n_state
+    out = []
+    h = 1e-3 * (1.0 + np.linalg.norm(x, axis=1))
+    for j in range(n):
+        d = np.zeros_like(x)
+        d[:, j] = h
+        v = [np.array(list(constraint_values(vf, x + s * d, par).values())) for s in (-2, -1, 1, 2)]
+        out.append((v[0] - 8 * v[1] + 8 * v[2] - v[3]) / (12 * h))
+    return np.transpose(np.array(out), (2, 1, 0)) if out else np.zeros((x.shape[0], 0, n))
+
+
+def manifold_log_det(
+    system: Any, x0: Any, xt: Any, M: Any, params: Any = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``log |det|`` of the flow map restricted to the constraint manifold ``F = 0``.
+
+    With ``G = dF/dx`` (``c x n``), ``V_0`` an orthonormal basis of ``ker G(x_0)`` (the
+    tangent space) and ``W = G^T (G G^T)^{-1}`` (``dF(W) = 1``)::
+
+        det DPhi|_T = det[M V_0, W(x_t)] / det[V_0, W(x_0)],
+
+    the Jacobian of ``Phi: {F = 0} -> {F = 0}`` for the Gelfand-Leray volumes ``dx / dF`` at
+    both ends (``M V_0`` is tangent at ``x_t`` since the manifold is invariant; the ratio does
+    not depend on the choice of ``W`` modulo tangent vectors).  If ``F`` are first integrals of
+    the ambient flow, ``dF(x_t) M W(x_0) = 1`` and the ratio equals ``det M``.
+
+    Parameters
+    ----------
+    system
+        The field; its constraint functions as in :func:`constraint_values`.
+    x0, xt : array_like, shape (k, n_state)
+    M : array_like, shape (k, n_state, n_state)
+        ``DPhi_t(x0)`` (ambient).
+    params : array_like, optional
+
+    Returns
+    -------
+    log_det : ndarray, shape (k,)
+    transverse : ndarray, shape (k,)
+        ``max |dF(x_t) M W(x_0) - 1|``: how far ``F`` are from ambient first integrals (zero
+        up to the error of ``M`` when they are).
+    """
+    vf = as_vector_field(system)
+    x0 = np.atleast_2d(np.asarray(x0, dtype=float))
+    xt = np.atleast_2d(np.asarray(xt, dtype=float))
+    M = np.asarray(M, dtype=float).reshape(x0.shape[0], vf.n_state, vf.n_state)
+    par = check_params(vf, params, x0.shape[0])
+    G0, Gt = _gradients(vf, x0, par), _gradients(vf, xt, par)
+    c = G0.shape[1]
+    if c == 0:
+        sign, ld = np.linalg.slogdet(M)
+        return np.where(sign != 0, ld, -np.inf), np.zeros(x0.shape[0])
+    V0 = np.linalg.svd(G0)[2][:, c:, :].transpose(0, 2, 1)
+    W0 = np.swapaxes(G0, 1, 2) @ np.linalg.inv(G0 @ np.swapaxes(G0, 1, 2))
+    Wt = np.swapaxes(Gt, 1, 2) @ np.linalg.inv(Gt @ np.swapaxes(Gt, 1, 2))
+    _, num = np.linalg.slogdet(np.concatenate([M @ V0, Wt], axis=2))
+    _, den = np.linalg.slogdet(np.concatenate([V0, W0], axis=2))
+    transverse = np.abs(Gt @ M @ W0 - np.eye(c)).max(axis=(1, 2))
+    return num - den, transverse
+
+
+@dataclass
+class FlowMapDeterminant:
+    """Outcome of :func:`flow_map_determinant`.
+
+    Attributes
+    ----------
+    t : float
+    x0, xt : ndarray, shape (k, n_state)
+    log_det : ndarray, shape (k,)
+        ``log |det DPhi_t|`` on the constraint manifold (:func:`manifold_log_det`).
+    ambient_log_det : ndarray, shape (k,)
+        ``log |det DPhi_t|`` in the ambient coordinates.
+    transverse : ndarray, shape (k,)
+        See :func:`manifold_log_det`.
+    defect : ndarray or None
+        ``log det DPhi_t + log rho(x_t) - log rho(x_0)`` for the given density (zero for an
+        invariant one: ``rho(x_t) det DPhi_t = rho(x_0)``).
+    step : float
+        Relative finite-difference step.
+    ell : ndarray, shape (k,)
+        Liouville's integral ``int_0^t div X`` along the unperturbed trajectories (NaN when
+        the divergence is not generated); ``ambient_log_det - ell`` tests the pair.
+    """
+
+    t: float
+    x0: np.ndarray
+    xt: np.ndarray
+    log_det: np.ndarray
+    ambient_log_det: np.ndarray
+    transverse: np.ndarray
+    defect: np.ndarray | None
+    step: float
+    ell: np.ndarray
+
+
+def flow_map_determinant(
+    system: Any,
+    x0: Any,
+    t: float,
+    params: Any = None,
+    *,
+    density: Any = None,
+    step: float = 1e-4,
+    method: str = "dop853",
+    rtol: float = 1e-13,
+    atol: float = 1e-15,
+    threads: int = 1,
+) -> FlowMapDeterminant:
+    """``det DPhi_t`` from central finite differences of the flow, on the constraint manifold.
+
+    Independent of the variational equations and of the divergence: ``2 n_state`` extra
+    trajectories per initial state, from ``x_0 +- h e_j`` (``h = step (1 + |x_0|)``), give the
+    ambient ``DPhi_t e_j = (Phi_t(x_0 + h e_j) - Phi_t(x_0 - h e_j)) / 2h + O(h^2)``.  The
+    perturbed states leave the constraint manifold, which is harmless when its functions are
+    first integrals of the ambient field (checked: ``transverse``).  The determinant on the
+    manifold ``{F = 0}`` (dimension ``n_state - c``) is then the ratio of Gelfand-Leray volumes
+    of :func:`manifold_log_det`; for ``T*S^{n-1} = {|gamma|^2 = 1, gamma.m = 0}`` that volume
+    is the Liouville volume up to a constant (``{|gamma|^2, gamma.m} = 2|gamma|^2 = 2``).
+
+    Parameters
+    ----------
+    system
+        A ``VectorField`` (or anything :func:`~nhfast.analysis.sampling.as_vector_field`
+        converts).
+    x0 : array_like, shape (k, n_state)
+        On the constraint manifold.
+    t : float
+        Final time.
+    params : array_like, optional
+    density : optional
+        As for :func:`check_measure`; gives ``defect``.
+    step : float
+        Relative step ``h`` (error ``O(h^2)`` from truncation plus ``O(rtol / h)`` from the
+        integration: ``1e-4`` with ``rtol = 1e-13``).
+    method, rtol, atol, threads
+        As for :func:`nhfast.integrate.integrate` (tight by default).
+
+    Returns
+    -------
+    FlowMapDeterminant
+    """
+    vf = as_vector_field(system)
+    x0, par = validate_states(vf, x0, params, "x0")
+    T = positive(t, "t")
+    k, n = x0.shape
+    h = float(step) * (1.0 + np.linalg.norm(x0, axis=1))
+    dirs = np.concatenate([np.eye(n), -np.eye(n)])  # (2n, n)
+    y0 = (x0[:, None, :] + h[:, None, None] * dirs[None]).reshape(k * 2 * n, n)
+    y0 = np.concatenate([x0, y0])
+    p = np.concatenate([par, np.repeat(par, 2 * n, axis=0)]) if vf.n_params else None
+    kw = dict(method=method, rtol=rtol, atol=atol, threads=threads)
+    try:
+        lf, pad = liouville_field(vf), 1
+    except NotImplementedError:
+        lf, pad = vf, 0
+    y0 = np.concatenate([y0, np.zeros((y0.shape[0], pad))], axis=1)
+    res = integrate(lf, y0, np.array([0.0, T]), params=p, observables=False, **kw)
+    ell = res.y[:k, -1, n] if pad else np.full(k, np.nan)
+    xt = res.y[:k, -1, :n]
+    ends = res.y[k:, -1, :n].reshape(k, 2, n, n)  # (k, sign, j, state)
+    M = np.swapaxes((ends[:, 0] - ends[:, 1]) / (2 * h[:, None, None]), 1, 2)
+    sign, amb = np.linalg.slogdet(M)
+    amb = np.where(sign != 0, amb, -np.inf)
+    ld, tr = manifold_log_det(vf, x0, xt, M, par)
+    defect = None
+    if density is not None:
+        logrho = _log_density_function(vf, density, system)
+        both = logrho(np.stack([x0, xt], axis=1), np.array([0.0, T]), par)
+        defect = ld + both[:, 1] - both[:, 0]
+    return FlowMapDeterminant(T, x0, xt, ld, amb, tr, defect, float(step), ell)
+
+
+def _structured_density(density: Any) -> LogDensity | None:
+    """The :class:`LogDensity` of a density argument, if it is one (or holds one)."""
+    if isinstance(density, LogTerm):
+        return LogDensity(density)
+    if isinstance(density, LogDensity):
+        return density
+    held = getattr(density, "log_density", None)
+    if isinstance(held, LogDensity):
+        return held
+    return None
+
+
+def _log_density_function(vf: VectorField, density: Any, system: Any) -> Callable:
+    """``log_rho(x (k, n_t, n), t (n_t,), par (k, p)) -> (k, n_t)`` for a density argument."""
+    ld = _structured_density(density)
+    if ld is not None:
+
+        def structured(x: np.ndarray, t: np.ndarray, par: np.ndarray) -> np.ndarray:
+            k, nt, n = x.shape
+            pr = np.repeat(par, nt, axis=0)
+            return ld.values(vf, x.reshape(k * nt, n), pr).reshape(k, nt)
+
+        return structured
+    rho, _ = density_expression(density, system, vf)
+    dk = density_kernel(vf, rho)
+
+    def symbolic(x: np.ndarray, t: np.ndarray, par: np.ndarray) -> np.ndarray:
+        return _log_density(dk, x, t, par)[1]
+
+    return symbolic
 
 
 def density_expression(density: Any, system: Any, vf: VectorField) -> tuple[sp.Expr, str]:
@@ -119,7 +824,7 @@ def density_expression(density: Any, system: Any, vf: VectorField) -> tuple[sp.E
 
 def liouville_field(vf: VectorField) -> VectorField:
     """``vf`` with the Liouville state ``ell`` (last), ``ell' = div X``; cached on ``vf``."""
-    return memo(vf, "liouville field", lambda: vf.with_divergence("nh_ell"))
+    return memo(vf, "liouville field", lambda: divergence_field(vf).with_divergence("nh_ell"))
 
 
 def density_kernel(vf: VectorField, rho: sp.Expr) -> VectorField:
@@ -139,7 +844,8 @@ def density_kernel(vf: VectorField, rho: sp.Expr) -> VectorField:
 
 
 def variational_field(vf: VectorField) -> tuple[VectorField, Callable, Callable]:
-    """Variational equations ``M' = DX M`` of ``vf``, also for fields with ``solves``; cached.
+    """Variational equations ``M' = DX M`` of ``vf`` (:meth:`VectorField.variational`, which
+    differentiates through ``solves`` implicitly); cached on ``vf``.
 
     Returns
     -------
@@ -149,38 +855,8 @@ def variational_field(vf: VectorField) -> tuple[VectorField, Callable, Callable]
     split : callable
         ``y (..., N) -> (x (..., n), M (..., n, n))``.
     """
-    field = memo(vf, "variational field", lambda: _variational(vf))
-    if not vf.solves:
-        return field, vf.variational_initial, vf.variational_split
-    n = vf.n_state
-
-    def initial(x0: np.ndarray) -> np.ndarray:
-        x0 = np.asarray(x0, dtype=float)
-        eye = np.broadcast_to(np.eye(n).reshape(-1), (*x0.shape[:-1], n * n))
-        return np.concatenate([x0, eye], axis=-1)
-
-    def split(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        y = np.asarray(y)
-        return y[..., :n], y[..., n:].reshape(*y.shape[:-1], n, n)
-
-    return field, initial, split
-
-
-def _variational(vf: VectorField) -> VectorField:
-    if not vf.solves:
-        return vf.variational()
-    n = vf.n_state
-    _, D = vf.total_derivatives()
-    M = sp.Matrix(n, n, lambda i, j: sp.Dummy(f"M_{i}_{j}"))
-    dX = sp.Matrix(n, n, lambda i, j: D(vf.rhs[i], j))
-    return VectorField(
-        states=[*vf.states, *M],
-        rhs=[*vf.rhs, *(dX * M)],
-        params=vf.params,
-        time=vf.time,
-        name=f"{vf.name} (variational)",
-        solves=vf.solves,
-    )
+    field = memo(vf, "variational field", vf.variational)
+    return field, vf.variational_initial, vf.variational_split
 
 
 def _times(t: Any) -> np.ndarray:
@@ -206,7 +882,7 @@ def _log_density(
 
 def _run(
     lf: VectorField,
-    dk: VectorField,
+    logrho: Callable,
     x0: np.ndarray,
     t: np.ndarray,
     par: np.ndarray,
@@ -214,7 +890,7 @@ def _run(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     y0 = np.concatenate([x0, np.zeros((x0.shape[0], 1))], axis=1)
     res = integrate(lf, y0, t, params=par if par.shape[1] else None, observables=False, **kw)
-    _, logr = _log_density(dk, res.y[:, :, :-1], t, par)
+    logr = logrho(res.y[:, :, :-1], t, par)
     ell = res.y[:, :, -1]
     return logr - logr[:, :1] + ell, logr, ell
 
@@ -241,8 +917,11 @@ def check_measure(
     system : VectorField, EquationsOfMotion, ChaplyginSystem, ReducedChaplyginSystem, ...
         Converted with :func:`nhfast.analysis.sampling.as_vector_field`; the density refers
         to that field's coordinate volume (``ds dp`` for a Chaplygin system).
-    density : None, sympy.Expr, "geometry", MeasureResult or DensityFit
-        Candidate density (see :func:`density_expression`); ``None`` = Liouville.
+    density : None, sympy.Expr, "geometry", MeasureResult, DensityFit, LogTerm or LogDensity
+        Candidate density (see :func:`density_expression`); ``None`` = Liouville.  A
+        :class:`LogDensity` (or a ``DensityFit`` holding one) gives ``log rho`` through the
+        system's compiled observables or NumPy callables (see the module docstring): e.g.
+        ``-0.5 * LogTerm("log_det_metric")`` for ``rho = (det K)^(-1/2)``.
     samples : array_like of shape (n_traj, n_state), or callable
         Initial states, or ``sampler(vf) -> array`` (e.g. a ``functools.partial`` of
         :func:`nhfast.analysis.sampling.sample_box`).  Validated by ``check_states``.
@@ -253,7 +932,8 @@ def check_measure(
         Integrator (see :func:`nhfast.integrate.integrate`); the verdict threshold follows from
         ``rtol`` as documented in the module docstring.
     n_jacobian : int
-        Trajectories (the first ones) that also get the variational equations (0 to skip).
+        Trajectories (the first ones) that also get the variational equations (0 to skip;
+        :func:`flow_jacobian`: ``n_state`` forward-mode lanes each for a structured field).
     safety : float
         Factor of the threshold rule (>= 1).
     name : str, optional
@@ -295,12 +975,16 @@ def check_measure(
     itself exceeds the threshold, the integration is not trusted and the verdict is ``None``.
     """
     vf = as_vector_field(system)
-    rho, label = density_expression(density, system, vf)
+    structured = _structured_density(density)
+    if structured is not None:
+        rho, label = structured, f"log density {structured}"
+    else:
+        rho, label = density_expression(density, system, vf)
     if samples is None:
         raise ValueError("samples is required: an array (n_traj, n_state) or a sampler(vf)")
     if callable(samples):
         samples = samples(vf)
-    x0, par = check_states(system, samples, params, "samples")
+    x0, par = validate_states(system, samples, params, "samples")
     times = _times(t)
     if not (isinstance(n_jacobian, int) and n_jacobian >= 0):
         raise ValueError(f"n_jacobian must be a non-negative int, got {n_jacobian!r}")
@@ -311,31 +995,33 @@ def check_measure(
     if not safety >= 1:
         raise ValueError(f"safety must be a number >= 1, got {safety!r}")
 
-    dk = density_kernel(vf, rho)
-    rho0, _ = _log_density(dk, x0[:, None, :], times[:1], par)
-    rho0 = rho0[:, 0]
-    bad = np.flatnonzero(~(np.isfinite(rho0) & (rho0 > 0)))
+    logrho = _log_density_function(vf, density, system)
+    if structured is None:
+        rho0, _ = _log_density(density_kernel(vf, rho), x0[:, None, :], times[:1], par)
+        rho0 = rho0[:, 0]
+        bad = np.flatnonzero(~(np.isfinite(rho0) & (rho0 > 0)))
+    else:
+        rho0 = logrho(x0[:, None, :], times[:1], par)[:, 0]
+        bad = np.flatnonzero(~np.isfinite(rho0))
     if bad.size:
+        what = "positive and finite" if structured is None else "finite (log rho)"
         raise ValueError(
-            f"density must be positive and finite on the samples: {rho} = {rho0[bad[0]]:.3g} "
+            f"density must be {what} on the samples: {rho} = {rho0[bad[0]]:.3g} "
             f"at sample row {bad[0]} ({bad.size} bad row(s))"
         )
 
     kw = dict(method=method, rtol=rtol, atol=atol, threads=threads)
     lf = liouville_field(vf)
-    defect, logr, ell = _run(lf, dk, x0, times, par, kw)
+    defect, logr, ell = _run(lf, logrho, x0, times, par, kw)
     rtol_ref = max(rtol / 1000.0, 1e-14)
     kw_ref = dict(kw, rtol=rtol_ref, atol=atol / 1000.0)
-    defect_ref, _, _ = _run(lf, dk, x0, times, par, kw_ref)
+    defect_ref, _, _ = _run(lf, logrho, x0, times, par, kw_ref)
     err = np.abs(defect - defect_ref)
 
     nj = min(n_jacobian, x0.shape[0])
     growth, liou = 1.0, np.full(times.size, np.nan)
     if nj:
-        var, init, split = variational_field(vf)
-        pj = par[:nj] if par.shape[1] else None
-        res = integrate(var, init(x0[:nj]), times, params=pj, **kw)
-        _, M = split(res.y)
+        _, M = flow_jacobian(vf, x0[:nj], times, par[:nj], **kw)
         sign, logdet = np.linalg.slogdet(M)
         liou_all = np.abs(logdet - ell[:nj])
         liou_all[sign <= 0] = np.inf
