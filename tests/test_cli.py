@@ -19,6 +19,7 @@ import pytest
 
 from nhfast.cli import main
 from nhfast.experiments import EXAMPLES
+from nhfast.experiments.checks import FORM
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -144,6 +145,8 @@ def test_check_subcommands(tmp_path, capsys, what):
         (["run", "veselova", "--threads", "0"], "argument --threads: expected a positive"),
         (["check", "energy", "veselova"], "argument what: invalid choice: 'energy'"),
         (["cache", "purge"], "argument action: invalid choice: 'purge'"),
+        (["run", "veselova", "--inertia", "round"], "argument --inertia: invalid choice"),
+        (["run", "disk", "--inertia", "physical"], "argument --inertia: example 'disk' has no"),
         ([], "the following arguments are required: COMMAND"),
     ],
 )
@@ -282,3 +285,45 @@ def test_run_that_cannot_finish_exits_1_with_one_line(tmp_path, capsys, monkeypa
     monkeypatch.setenv("NHFAST_DEBUG", "1")
     with pytest.raises(IntegrationError):
         main(["run", "disk", "--out", str(tmp_path)])
+
+
+def test_run_veselova_pairwise_structured_subprocess(tmp_path):
+    """``--inertia pairwise``: every check in its structured form, labelled, with progress lines
+    on the way (cwd outside the source tree)."""
+    # pairwise at n = 3 (as in tests/experiments/test_structured.py): one small library, no
+    # divergence output (the measure check takes the flow-map route)
+    argv = ["run", "veselova", "--n", "3", "--inertia", "pairwise", "--lanes", "8", "--t", "1"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "nhfast", *argv, "--no-plots", "--out", "rep", "--threads", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    lines = out.splitlines()
+    verdicts = [s for s in lines if s.startswith(("  PASS  ", "  FAIL  ", "  ----  "))]
+    assert len(verdicts) == 6 and all(s.startswith("  PASS  ") for s in verdicts)
+    # which form ran: in every check's name and in its figure "form"
+    assert all("(structured numeric" in s for s in verdicts)
+    form = "  form  "  # the figure column of the Figures table
+    assert sum(form in s and "structured numeric (C kernels of the" in s for s in lines) == 6
+    assert "Veselova rigid body on SO(3), pairwise inertia" in out
+    assert any(s.startswith("inertia ") and "H_ij Om_ij" in s for s in lines)
+    # progress: each stage is announced before it runs and its duration after
+    for stage in (
+        "building veselova (n = 3) ...",
+        "integrating (dop853) ...",
+        "invariant measure, structured: div(rho X) = 0 on 64 sampled states ...",
+        "measure checks, structured: 2 densities along 8 trajectories ...",
+        "phi-simplicity, structured:",
+    ):
+        assert stage in out, stage
+    assert out.index("building veselova") < out.index("Verdicts:")
+    assert out.count("  done in ") >= 5
+    assert "Traceback" not in proc.stderr
+    data = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert data["settings"]["inertia"] == "pairwise"
+    assert {c["figures"]["form"] for c in data["checks"]} == {FORM["structured"]}

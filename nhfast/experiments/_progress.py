@@ -1,18 +1,25 @@
-"""A small text progress bar on stderr for runs that take more than a few seconds.
+"""A small text progress bar on stderr for runs that take more than a few seconds, and a
+heartbeat for stages that cannot count their work.
 
 No dependency: the bar redraws one line with a carriage return, at most a few times per
 second, and only when the stream is a terminal (or when ``enabled=True``). Finished runs
-leave a single summary line.
+leave a single summary line. :class:`Heartbeat` says every few seconds that a stage (a
+symbolic derivation, a compiler call) is still running, so a long run is never silent.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import TextIO
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "Heartbeat", "HEARTBEAT_INTERVAL"]
+
+#: Seconds between two lines of a :class:`Heartbeat`.
+HEARTBEAT_INTERVAL = 5.0
 
 
 class Progress:
@@ -99,6 +106,75 @@ class Progress:
             self.enabled = False
 
     def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class Heartbeat:
+    """Say ``"  ... <label>: still running, 12 s"`` every ``interval`` seconds until closed.
+
+    A daemon thread writes through ``say`` (e.g. ``print``); nothing is said by a stage that
+    ends within ``interval``.
+
+    Parameters
+    ----------
+    say : callable
+        Receives each line.
+    label : str
+        What is running.
+    interval : float
+        Seconds between lines, ``> 0``.
+
+    Examples
+    --------
+    >>> lines = []
+    >>> with Heartbeat(lines.append, "work", interval=60.0):
+    ...     pass
+    >>> lines
+    []
+    """
+
+    def __init__(
+        self, say: Callable[[str], object], label: str, interval: float = HEARTBEAT_INTERVAL
+    ) -> None:
+        if not interval > 0:
+            raise ValueError(f"interval must be > 0, got {interval!r}")
+        self.say = say
+        self.label = label
+        self.interval = float(interval)
+        self.beats = 0
+        self._start = time.perf_counter()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.beats += 1
+            try:
+                self.say(f"  ... {self.label}: still running, {self.elapsed:.0f} s")
+            except (OSError, ValueError):  # closed stream: stay quiet
+                return
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the heartbeat started."""
+        return time.perf_counter() - self._start
+
+    def close(self) -> None:
+        """Stop (and wait for) the thread."""
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def __enter__(self) -> Heartbeat:
         return self
 
     def __exit__(

@@ -6,6 +6,12 @@ sources claim about an invariant measure and Hamiltonisation (:class:`Expectatio
 :class:`MeasureClaim`), which :mod:`nhfast.experiments.checks` tests. Claims are those of
 García-Naranjo & Marrero (2020): the Veselova body on SO(n) (Thm 4.3), the nonholonomic particle
 (Section 4.1), the vertical disk (Section 3.1); the sleigh's ``d Theta != 0`` is computed.
+
+The Veselova example has an inertia option (``"seed"``, ``"physical"``, ``"pairwise"``). The
+seed inertia up to ``n = STRUCTURED_N`` builds the unrolled SymPy field and the Chaplygin chart
+system, so that its checks can be symbolic; above that size, and for the other inertias at every
+size, the instance holds only the structured field (C kernels of an indexed program) and its
+checks run in their structured numerical form (``Instance.form``).
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from nhfast.systems import (
     veselova,
     veselova_embedded,
 )
-from nhfast.systems.veselova_body import default_inertia, embedded_to_chart
+from nhfast.systems.rigid_bodies import rigid_body_params, veselova_rigid_body
+from nhfast.systems.veselova_body import default_inertia, embedded_to_chart, veselova_structured
 from nhfast.systems.veselova_body.formulas import (
     density_exponent,
     inertia_quadratic,
@@ -42,7 +49,19 @@ __all__ = [
     "EXAMPLES",
     "get_example",
     "build_example",
+    "INERTIAS",
+    "STRUCTURED_N",
+    "SYMBOLIC",
+    "STRUCTURED",
 ]
+
+#: Inertia operators of the Veselova example (``--inertia``); the first is the default.
+INERTIAS = ("seed", "physical", "pairwise")
+#: Largest ``n`` at which the seed-inertia Veselova example is built symbolically (the chart
+#: system of ``veselova(n)`` costs minutes from ``n`` of about 10 on).
+STRUCTURED_N = 6
+#: Values of :attr:`Instance.form`.
+SYMBOLIC, STRUCTURED = "symbolic", "structured"
 
 Sampler = Callable[[np.random.Generator, int], np.ndarray]
 
@@ -83,21 +102,26 @@ class MeasureClaim:
 
     Attributes
     ----------
-    density : sympy.Expr
+    density : sympy.Expr or None
         ``rho`` (with respect to Lebesgue measure in the integrated states); ``1`` is the
-        Liouville measure of the coordinates.
+        Liouville measure of the coordinates; None when only ``observable`` gives it.
     invariant : bool
         What the source says: ``rho dx`` is invariant (True) or not (False).
     label : str
         Short name, e.g. ``"(A gamma, gamma)^(-2)"``.
     source : str
         Why it is (not) invariant.
+    observable : (str, float) or None
+        For structured instances: ``log rho = factor * observable`` with the named observable of
+        the vector field (its generated kernel); None: ``log rho`` is ``log(density)``, which
+        must then be a constant.
     """
 
-    density: sp.Expr
+    density: sp.Expr | None
     invariant: bool
     label: str
     source: str
+    observable: tuple[str, float] | None = None
 
 
 @dataclass
@@ -143,6 +167,14 @@ class Instance:
         discovery; None: the default of ``discover_density`` (the first half of the states).
     description : dict
         Figures describing the system for the report.
+    form : str
+        ``"symbolic"``: the checks are symbolic where they can be (Chaplygin reduction) and
+        numerical on the unrolled field; ``"structured"``: only the structured field exists and
+        every check runs in its structured numerical form.
+    liouville : StructuredVectorField or None
+        For structured fields with a ``divergence`` output: the field with Liouville's integral
+        as one more (last) state. Its compiled library then serves every check (the drift run
+        integrates it too), so a run compiles one library, not two.
     """
 
     name: str
@@ -161,6 +193,15 @@ class Instance:
     chart_t: float = 1.0
     density_variables: list[sp.Symbol] | None = None
     description: dict[str, Any] = field(default_factory=dict)
+    form: str = SYMBOLIC
+    liouville: Any = None
+
+    def evaluate(
+        self, kind: str, x: np.ndarray, params: Any = None, threads: int = 1
+    ) -> np.ndarray:
+        """A kernel family (``"rhs"``, ``"observables"``, ``"divergence"``) of the vector field
+        at states ``x`` (..., n_state), through the library of :attr:`liouville` if any."""
+        return _evaluate(self.vector_field, self.liouville, kind, x, params, threads)
 
     def sample(self, lanes: int, seed: int | None = 0) -> np.ndarray:
         """Initial states ``(lanes, n_state)`` from ``numpy.random.default_rng(seed)``."""
@@ -183,30 +224,44 @@ class Example:
     summary : str
         One line for ``nhfast examples``.
     builder : callable
-        ``builder(n) -> Instance`` (``n`` is None for examples without a size).
+        ``builder(n) -> Instance`` (``n`` is None for examples without a size), or
+        ``builder(n, inertia)`` for examples with ``inertias``.
     n_default : int or None
         Default size (``--n``) for sized examples, None otherwise.
     n_min : int
         Smallest allowed size.
+    inertias : tuple of str
+        Inertia operators the example accepts (``--inertia``; the first is the default),
+        empty for examples without that option.
     """
 
     name: str
     summary: str
-    builder: Callable[[int | None], Instance]
+    builder: Callable[..., Instance]
     n_default: int | None = None
     n_min: int = 1
+    inertias: tuple[str, ...] = ()
 
-    def build(self, n: int | None = None) -> Instance:
-        """Build the example; ``n`` only for sized examples (default ``n_default``)."""
+    def build(self, n: int | None = None, inertia: str | None = None) -> Instance:
+        """Build the example; ``n`` only for sized examples (default ``n_default``),
+        ``inertia`` only for examples with ``inertias`` (default the first)."""
+        if inertia is not None and inertia not in self.inertias:
+            if not self.inertias:
+                raise ValueError(f"inertia: example {self.name!r} has no inertia option")
+            raise ValueError(
+                f"inertia: example {self.name!r} accepts {', '.join(self.inertias)}, "
+                f"got {inertia!r}"
+            )
+        extra = (inertia or self.inertias[0],) if self.inertias else ()
         if self.n_default is None:
             if n is not None:
                 raise ValueError(f"n: example {self.name!r} has no size parameter, got n={n!r}")
-            return self.builder(None)
+            return self.builder(None, *extra)
         if n is None:
             n = self.n_default
         if not isinstance(n, int) or isinstance(n, bool) or n < self.n_min:
             raise ValueError(f"n: example {self.name!r} needs an int n >= {self.n_min}, got {n!r}")
-        return self.builder(n)
+        return self.builder(n, *extra)
 
 
 def _param_vector(vf: VectorField, values: Mapping[str, float]) -> np.ndarray:
@@ -255,8 +310,60 @@ def _veselova_chart_sampler(n: int, a: np.ndarray, radius: float = 0.4) -> Sampl
     return sample
 
 
-def _build_veselova(n: int | None) -> Instance:
+#: The inertia operators of the Veselova example, for reports.
+INERTIA_TEXT = {
+    "seed": "I(Om) = A Om A, A = diag(a), a_i = 1 + i/n (seed 004)",
+    "physical": "I(Om) = J Om + Om J, J = diag(j), j_i = 1 + i/n",
+    "pairwise": "I(Om)_ij = H_ij Om_ij, H_ij = j_i + j_j, j_i = 1 + i/n (dense solve)",
+}
+
+
+def _observable_index(vf: Any, name: str) -> int:
+    """Position of a named observable of a structured field (without unrolling it)."""
+    return list(vf.program.output_names["observables"]).index(name)
+
+
+def _evaluate(
+    vf: Any, liouville: Any, kind: str, x: np.ndarray, params: Any, threads: int = 1
+) -> np.ndarray:
+    """Kernel ``kind`` of ``vf`` at ``x``; with ``liouville`` (``vf`` plus the state ``ell``)
+    through its library: ``ell = 0`` appended, its rhs row (``div X``) dropped."""
+    if liouville is None:
+        cs = vf.compile(() if kind == "rhs" else (kind,))
+        return np.asarray(cs.evaluate(kind, x, params=params, threads=threads))
+    x = np.asarray(x, dtype=float)
+    padded = np.concatenate([x, np.zeros((*x.shape[:-1], 1))], axis=-1)
+    cs = liouville.compile(() if kind == "rhs" else (kind,))
+    out = np.asarray(cs.evaluate(kind, padded, params=params, threads=threads))
+    return out[..., :-1] if kind == "rhs" else out
+
+
+def _structured_sampler(
+    n: int, vf: Any, liouville: Any, params: np.ndarray, inertia: str
+) -> Sampler:
+    """gamma uniform on the sphere, m Gaussian in gamma^perp scaled to energy 1/2 (the energy
+    from the field's observable kernel: quadratic in m without a potential)."""
+    if inertia == "seed":
+        return _veselova_sampler(n, params)  # the same draws as the unrolled example
+    k = _observable_index(vf, "energy")
+
+    def sample(rng: np.random.Generator, lanes: int) -> np.ndarray:
+        gamma = rng.normal(size=(lanes, n))
+        gamma /= np.linalg.norm(gamma, axis=1, keepdims=True)
+        w = rng.normal(size=gamma.shape)
+        m = w - np.sum(gamma * w, axis=1, keepdims=True) * gamma
+        x = np.hstack([gamma, m])
+        energy = _evaluate(vf, liouville, "observables", x, params)[:, k]
+        m *= np.sqrt(0.5 / energy)[:, None]
+        return np.hstack([gamma, m])
+
+    return sample
+
+
+def _build_veselova(n: int | None, inertia: str = "seed") -> Instance:
     assert n is not None
+    if inertia != "seed" or n > STRUCTURED_N:
+        return _build_veselova_structured(n, inertia)
     vf = veselova_embedded(n)
     a = default_inertia(n)
     red = veselova(n)
@@ -309,7 +416,92 @@ def _build_veselova(n: int | None) -> Instance:
             "state dimension": vf.n_state,
             "parameters": {f"a{i + 1}": float(v) for i, v in enumerate(a)},
             "initial states": "gamma uniform on the sphere, m Gaussian in gamma^perp, energy 1/2",
+            "inertia": INERTIA_TEXT["seed"],
+            "checks": "symbolic (Chaplygin reduction) and numerical (unrolled kernels)",
         },
+    )
+
+
+def _build_veselova_structured(n: int, inertia: str) -> Instance:
+    """The Veselova example as a structured field only (no unrolled SymPy, no chart system)."""
+    exponent = density_exponent(n)
+    if inertia == "seed":
+        vf: Any = veselova_structured(n)
+        params = default_inertia(n)
+        log_rho = ("log_density", 1.0)
+        label = f"(A gamma, gamma)^({exponent})"
+        gam = vf.program.state_symbols[:n]
+        density: sp.Expr | None = (
+            inertia_quadratic(list(vf.program.param_symbols), list(gam)) ** exponent
+        )
+        expected = Expectation(
+            basic_measure=True,
+            sigma=None,
+            phi_simple=True,
+            phi=None,
+            source="seed 004 Theorem 4.3",
+            sigma_text=f"{exponent} ln (A gamma, gamma)",
+            phi_text="-1/2 ln (A gamma, gamma)",
+        )
+        form = "veselova_structured: hand-written indexed program, generated divergence"
+    else:
+        vf = veselova_rigid_body(n, inertia)
+        params = rigid_body_params(n, inertia)
+        log_rho = ("log_det_metric", -0.5)
+        label = "det(K_gamma)^(-1/2)"
+        density = None
+        expected = Expectation(
+            basic_measure=True,
+            sigma=None,
+            # phi-simple only where the inertia is of the seed's form A Om A (n = 3)
+            phi_simple=n == 3,
+            phi=None,
+            # derived in the digest (Sec. 4.4, O18), not claimed by the paper; det K_gamma is
+            # the reduced metric on gamma^perp, the chart-free form of det K gamma_n^2
+            source="seed 004 digest Sec. 4.4 (any inertia)",
+            sigma_text="-1/2 ln det K_gamma",
+        )
+        form = "veselova_rigid_body: matrix-level rigid-body engine"
+    source = expected.source
+    liouville = vf.with_divergence("nh_ell") if "divergence" in vf.program.outputs else None
+    return Instance(
+        name="veselova",
+        title=f"Veselova rigid body on SO({n}), {inertia} inertia",
+        vector_field=vf,
+        params=params,
+        sampler=_structured_sampler(n, vf, liouville, params, inertia),
+        energy="energy",
+        constraints={"gamma_norm": 1.0, "momentum_constraint": 0.0},
+        expected=expected,
+        t_end=10.0,
+        measure_claims=[
+            MeasureClaim(density, True, label, source, observable=log_rho),
+            MeasureClaim(
+                sp.Integer(1),
+                False,
+                "Lebesgue (control)",
+                "the invariant density above is not constant",
+            ),
+        ],
+        description={
+            "n": n,
+            "inertia": INERTIA_TEXT[inertia],
+            "shape space": f"S^{n - 1} (rank r = {n - 1})",
+            "integrated form": f"embedded (gamma, m) in R^2n, whole sphere; {form}",
+            "state dimension": vf.n_state,
+            "parameters": f"{len(params)} values ({INERTIA_TEXT[inertia].split(', ', 1)[1]})",
+            "initial states": "gamma uniform on the sphere, m Gaussian in gamma^perp, energy 1/2",
+            "checks": (
+                "structured numeric (C kernels of the indexed program; "
+                + (
+                    f"the symbolic checks run only for n <= {STRUCTURED_N})"
+                    if inertia == "seed"
+                    else "no symbolic form exists for this inertia)"
+                )
+            ),
+        },
+        form=STRUCTURED,
+        liouville=liouville,
     )
 
 
@@ -461,10 +653,12 @@ EXAMPLES: dict[str, Example] = {
         Example(
             "veselova",
             "Veselova rigid body on SO(n), a_i = 1 + i/n (--n, default 6): phi-simple, "
-            "density (A gamma, gamma)^((2-n)/2)",
+            "density (A gamma, gamma)^((2-n)/2); --inertia physical|pairwise: density "
+            "det(K_gamma)^(-1/2), not phi-simple for n >= 4",
             _build_veselova,
             n_default=6,
             n_min=3,
+            inertias=INERTIAS,
         ),
         Example(
             "particle",
@@ -497,6 +691,6 @@ def get_example(name: str) -> Example:
     return EXAMPLES[name]
 
 
-def build_example(name: str, n: int | None = None) -> Instance:
-    """Shortcut for ``get_example(name).build(n)``."""
-    return get_example(name).build(n)
+def build_example(name: str, n: int | None = None, inertia: str | None = None) -> Instance:
+    """Shortcut for ``get_example(name).build(n, inertia)``."""
+    return get_example(name).build(n, inertia)

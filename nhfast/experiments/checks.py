@@ -18,7 +18,8 @@ from nhfast.analysis.hamiltonisation import hamiltonisation_report
 from nhfast.analysis.measure import check_measure
 from nhfast.analysis.result import Check
 from nhfast.codegen import numpy_rows
-from nhfast.experiments.catalogue import Instance
+from nhfast.experiments.catalogue import Instance, MeasureClaim
+from nhfast.integrate import integrate
 from nhfast.symbolic import invariant_measure, phi_simple
 
 __all__ = [
@@ -30,12 +31,33 @@ __all__ = [
     "MEASURE_LANES",
     "DISCOVERY_SAMPLES",
     "DISCOVERY_SPREAD",
+    "pointwise_measure_check",
+    "structured_measure_checks",
+    "STRUCTURED_SAMPLES",
+    "STRUCTURED_LANES",
+    "FD_STEP",
+    "POINTWISE_TOL",
+    "FORM",
+    "structured_hamiltonisation_check",
 ]
 
 HAMILTONISATION_LANES = 8  # trajectories of the Hamiltonisation flow checks (chart samples)
 MEASURE_LANES = 1024  # at most this many trajectories (the first ones) for the measure checks
 DISCOVERY_SAMPLES = 256  # states where X[sigma] = -div X is imposed (no integration)
 DISCOVERY_SPREAD = 1e-8  # max - min of sigma_fit - sigma_claimed: "equal up to a constant"
+STRUCTURED_SAMPLES = 64  # sampled states of the pointwise measure identity (structured form)
+STRUCTURED_LANES = 64  # at most this many trajectories for the structured measure checks
+FD_STEP = 1e-5  # relative step of the central differences on structured kernels
+POINTWISE_TOL = 1e-6  # relative residual of X[log rho] + div X with finite differences
+SAFETY = 10.0  # factor of the threshold rule (as in nhfast.analysis.measure.check_measure)
+_EPS = float(np.finfo(float).eps)
+
+#: The form of a check, as the report states it (figure ``"form"``).
+FORM = {
+    "symbolic": "symbolic (SymPy, exact)",
+    "numeric": "numeric (SymPy field, generated kernels)",
+    "structured": "structured numeric (C kernels of the indexed program, no SymPy unrolling)",
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,3 +326,359 @@ def hamiltonisation_checks(instance: Instance, seed: int, params: np.ndarray | N
             )
         )
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# structured numeric: instances that hold only a structured field (large n, engine inertias)
+# ---------------------------------------------------------------------------------------------
+
+
+def _log_rho(instance: Instance, claim: MeasureClaim, x: np.ndarray, params: Any) -> np.ndarray:
+    """``log rho`` of a claim at states ``x`` (..., n_state), from the observable kernel."""
+    if claim.observable is None:
+        if claim.density is None or not claim.density.is_constant():
+            raise RuntimeError(f"claim {claim.label!r} has neither an observable nor a constant")
+        return np.full(x.shape[:-1], float(sp.log(claim.density)))
+    name, factor = claim.observable
+    k = list(_program(instance).output_names["observables"]).index(name)
+    return np.asarray(factor * instance.evaluate("observables", x, params)[..., k])
+
+
+def _program(instance: Instance) -> Any:
+    """The indexed program of a structured instance's field."""
+    return getattr(instance.vector_field, "program")  # noqa: B009 (VectorField has none)
+
+
+def _fd_divergence(instance: Instance, x: np.ndarray, params: Any, step: float) -> np.ndarray:
+    """Ambient ``div X`` at states ``x`` (k, N) by central differences of the rhs kernel."""
+    k, dim = x.shape
+    h = step * (1.0 + np.abs(x))  # (k, N)
+    eye = np.eye(dim)
+    plus = x[:, None, :] + h[:, :, None] * eye[None]
+    minus = x[:, None, :] - h[:, :, None] * eye[None]
+    both = np.concatenate([plus, minus], axis=1).reshape(2 * k * dim, dim)
+    f = instance.evaluate("rhs", both, params, threads=2).reshape(k, 2, dim, dim)
+    # d X_i / d x_i on the diagonal of each block
+    diag = np.einsum("kii->ki", f[:, 0] - f[:, 1])
+    return np.asarray(np.sum(diag / (2 * h), axis=1))
+
+
+def _along_field(instance: Instance, claim: MeasureClaim, x: np.ndarray, params: Any,
+                 step: float) -> np.ndarray:  # fmt: skip
+    """``X[log rho]`` at ``x`` by a central difference along ``X`` (the curve is tangent to
+    the constraint manifold, so leaving it costs ``O(step^2)``)."""
+    X = instance.evaluate("rhs", x, params)
+    speed = np.linalg.norm(X, axis=1)
+    h = step * (1.0 + np.linalg.norm(x, axis=1)) / np.where(speed > 0, speed, 1.0)
+    up = _log_rho(instance, claim, x + h[:, None] * X, params)
+    down = _log_rho(instance, claim, x - h[:, None] * X, params)
+    return np.asarray((up - down) / (2 * h))
+
+
+def pointwise_measure_check(instance: Instance, seed: int, params: np.ndarray | None) -> Check:
+    """``X[log rho] + div X = 0`` on sampled states for the claimed invariant density.
+
+    The structured counterpart of the symbolic ``Theta = d sigma`` check and of density
+    discovery (García-Naranjo & Marrero 2020, Thm 3.11: ``rho`` is invariant iff
+    ``div(rho X) = 0``): ``log rho`` from the field's observable kernel, ``X[log rho]`` by a
+    central difference along ``X``, ``div X`` from the generated divergence kernel when the
+    program has one (cross-checked against central differences of the rhs kernel), else from
+    those differences. On the constraint manifold the ambient divergence is the Liouville one
+    (``|gamma|^2`` and ``b . m`` are first integrals of the ambient field).
+
+    Parameters
+    ----------
+    instance : Instance
+        A structured instance with an invariant claim given by an observable.
+    seed : int
+        States ``instance.sample(STRUCTURED_SAMPLES, seed + 1)``.
+    params : ndarray or None
+
+    Returns
+    -------
+    Check
+        PASS when the relative residual ``||X[log rho] + div X|| / ||div X||`` is at most the
+        threshold ``max(POINTWISE_TOL, SAFETY * E)`` (``E``: change of the residual when the
+        difference steps double) and a density is claimed to exist.
+    """
+    exp = instance.expected
+    claim = next(c for c in instance.measure_claims if c.invariant)
+    x = instance.sample(STRUCTURED_SAMPLES, seed + 1)
+    has_div = "divergence" in _program(instance).outputs
+    fd = [_fd_divergence(instance, x, params, st) for st in (FD_STEP, 2 * FD_STEP)]
+    figures: dict[str, Any] = {
+        "form": FORM["structured"],
+        "claimed by": claim.source,
+        "density": claim.label,
+        "log rho": f"{claim.observable[1]:g} * observable {claim.observable[0]!r}"
+        if claim.observable
+        else "constant",
+        "sampled states": len(x),
+    }
+    if has_div:
+        div = instance.evaluate("divergence", x, params)[:, 0]
+        how = "generated divergence kernel"
+        figures["max |div X (kernel) - div X (differences)|"] = float(np.max(np.abs(div - fd[0])))
+    else:
+        div = fd[0]
+        how = "central differences of the rhs kernel (the program has no divergence output)"
+    figures["divergence"] = how
+    scale = float(np.linalg.norm(div))
+    along = [_along_field(instance, claim, x, params, st) for st in (FD_STEP, 2 * FD_STEP)]
+    res = along[0] + div
+    res2 = along[1] + (div if has_div else fd[1])
+    rel = float(np.linalg.norm(res)) / scale if scale > 0 else float(np.linalg.norm(res))
+    err = float(np.linalg.norm(res - res2)) / scale if scale > 0 else 0.0
+    threshold = max(POINTWISE_TOL, SAFETY * err)
+    figures.update(
+        {
+            "relative residual ||X[log rho] + div X|| / ||div X||": rel,
+            "error estimate (steps doubled)": err,
+            "threshold": threshold,
+            "||div X|| (the Lebesgue density's residual, control)": scale,
+        }
+    )
+    found = rel <= threshold
+    want = exp.basic_measure if exp is not None else True
+    name = "basic invariant measure (structured numeric: X[log rho] = -div X on samples)"
+    sigma = (exp.sigma_text if exp is not None else "") or claim.label
+    if found == want:
+        statement = (
+            f"rho = {claim.label} satisfies div(rho X) = 0 on {len(x)} sampled states "
+            f"(relative residual {rel:.1e} <= {threshold:.1e}, sigma = {sigma}), as "
+            f"{claim.source} says"
+        )
+    else:
+        statement = (
+            f"disagrees with {claim.source}: relative residual of div(rho X) = 0 for rho = "
+            f"{claim.label} is {rel:.1e} (threshold {threshold:.1e})"
+        )
+    return Check(name, found == want, statement, figures)
+
+
+def _flow_log_det(
+    instance: Instance,
+    x0: np.ndarray,
+    times: np.ndarray,
+    params: Any,
+    step: float,
+    kw: dict[str, Any],
+) -> np.ndarray:
+    """``log |det DPhi_t(x0)|`` (lanes, n_t) by central differences of the ambient flow."""
+    k, dim = x0.shape
+    h = step * (1.0 + np.abs(x0))
+    eye = np.eye(dim)
+    starts = np.concatenate(
+        [x0[:, None, :] + h[:, :, None] * eye[None], x0[:, None, :] - h[:, :, None] * eye[None]],
+        axis=1,
+    ).reshape(2 * k * dim, dim)
+    res = integrate(instance.vector_field, starts, times, params=params, observables=False, **kw)
+    y = res.y.reshape(k, 2, dim, times.size, dim)
+    # column i of DPhi: (Phi(x + h e_i) - Phi(x - h e_i)) / (2 h_i)
+    D = (y[:, 0] - y[:, 1]) / (2 * h[:, :, None, None])  # (k, i, t, j)
+    D = np.transpose(D, (0, 2, 3, 1))  # (k, t, j, i)
+    sign, logdet = np.linalg.slogdet(D)
+    return np.asarray(np.where(sign != 0, logdet, np.nan))
+
+
+def structured_measure_checks(
+    instance: Instance,
+    x0: np.ndarray,
+    t_end: float,
+    params: np.ndarray | None,
+    rtol: float,
+    atol: float,
+    threads: int,
+    n_times: int = 51,
+) -> list[Check]:
+    """The density claims along trajectories of a structured field (Liouville's integral).
+
+    The structured counterpart of :func:`measure_checks` (``check_measure``): with a
+    ``divergence`` output the field gets Liouville's integral ``ell`` as one more state
+    (``with_divergence``) and ``defect(t) = log rho(x(t)) - log rho(x(0)) + ell(t)``, with
+    ``log rho`` from the observable kernel; without it, ``ell`` is replaced by
+    ``log |det DPhi_t|`` from central differences of the flow (on the first two trajectories,
+    one above 32 states).
+    Threshold rule as in ``check_measure``: ``SAFETY * max(E, 100 eps (1 + S))`` with ``E``
+    the change of the defect at tolerances a thousand times tighter (for the differences: with
+    the step doubled).
+
+    Returns
+    -------
+    list of Check
+        One per ``instance.measure_claims``; ``holds`` is agreement with the claim.
+    """
+    vf = instance.vector_field
+    times = np.linspace(0.0, t_end, n_times)
+    has_div = "divergence" in _program(instance).outputs
+    # the differences integrate 4 n_state + 1 trajectories per lane: two lanes, one when large
+    x0 = x0[:STRUCTURED_LANES] if has_div else x0[: 2 if vf.n_state <= 32 else 1]
+    kw: dict[str, Any] = dict(method="dop853", threads=threads)
+    if has_div:
+        lf = instance.liouville or vf.with_divergence("nh_ell")
+        y0 = np.concatenate([x0, np.zeros((len(x0), 1))], axis=1)
+        runs = []
+        for rt, at in ((rtol, atol), (max(rtol / 1000.0, 1e-14), atol / 1000.0)):
+            r = integrate(lf, y0, times, params=params, observables=False, rtol=rt, atol=at, **kw)
+            runs.append((r.y[:, :, :-1], r.y[:, :, -1]))
+        how = "Liouville's integral of the generated divergence (one more state)"
+    else:
+        rt = min(rtol, 1e-12)
+        r = integrate(vf, x0, times, params=params, observables=False, rtol=rt, atol=atol, **kw)
+        runs = [
+            (r.y, _flow_log_det(instance, x0, times, params, st, dict(kw, rtol=rt, atol=atol)))
+            for st in (FD_STEP * 10, FD_STEP * 20)
+        ]
+        how = (
+            "log |det DPhi_t| by central differences of the flow (no divergence output; "
+            f"{len(x0)} trajectories, rtol {rt:g})"
+        )
+    out = []
+    for claim in instance.measure_claims:
+        defects = []
+        for xs, ell in runs:
+            logr = _log_rho(instance, claim, xs, params)
+            defects.append(logr - logr[:, :1] + ell)
+        logr = _log_rho(instance, claim, runs[0][0], params)
+        defect, err = defects[0], np.abs(defects[0] - defects[1])
+        S = float(np.nanmax(np.abs(logr)) + np.nanmax(np.abs(runs[0][1])))
+        E = float(np.nanmax(err))
+        threshold = SAFETY * max(E, 100 * _EPS * (1 + S))
+        max_def = float(np.nanmax(np.abs(defect)))
+        found = bool(max_def <= threshold)
+        expect = "invariant" if claim.invariant else "not invariant"
+        agree = found == claim.invariant
+        verb = "invariant" if found else "not invariant"
+        how_ = "as expected" if agree else f"but expected {expect}"
+        rel = "<=" if found else ">"
+        statement = (
+            f"{verb}, {how_} ({claim.source}): max |defect| {max_def:.2e} {rel} threshold "
+            f"{threshold:.2e}"
+        )
+        figures = {
+            "form": FORM["structured"],
+            "expected": expect,
+            "claimed by": claim.source,
+            "volume change": how,
+            "trajectories": len(x0),
+            "t_final": float(t_end),
+            "rtol": float(rtol if has_div else min(rtol, 1e-12)),
+            "max |defect|": max_def,
+            "error estimate E": E,
+            "threshold": threshold,
+            "max |ell|": float(np.nanmax(np.abs(runs[0][1]))),
+        }
+        absd = np.abs(defect)
+        out.append(
+            Check(
+                f"measure {claim.label} (structured numeric)",
+                agree,
+                statement,
+                figures,
+                {"t": times, "max |defect|": absd.max(axis=0), "error estimate": err.max(axis=0)},
+                {"final defect": defect[:, -1].copy(), "max |defect|": absd.max(axis=1)},
+            )
+        )
+    return out
+
+
+def _htilde_field(
+    instance: Instance, claim: MeasureClaim, x: np.ndarray, params: Any, step: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The tau-field ``Y`` of ``x' = X`` and the Hamiltonian field ``Z`` of ``Htilde``.
+
+    With ``phi = sigma / (r - 1)`` (``sigma = log rho`` of the claim, ``r = n - 1``),
+    ``mtilde = exp(phi) m`` and ``dt = exp(-phi) dtau``: ``Y = (exp(-phi) gammadot,
+    mdot + X[phi] m)`` in ``(gamma, mtilde)``; ``Z`` is the Hamiltonian field of
+    ``Htilde(gamma, mtilde) = E(gamma, exp(-phi) mtilde)`` on ``T*S^{n-1}`` (Dirac bracket of
+    ``|gamma|^2 = 1``, ``gamma . mtilde = 0`` in ``T*R^n``)::
+
+        gamma' = P_gamma dH/dm,   m' = -dH/dgamma + (gamma . dH/dgamma - m . dH/dm) gamma
+                                        + (gamma . dH/dm) m
+
+    both at the states ``x`` (on the constraint manifold); derivatives by central differences of
+    the observable kernel.
+    """
+    prog = _program(instance)
+    n = prog.n
+    ke = list(prog.output_names["observables"]).index("energy")
+
+    def phi(states: np.ndarray) -> np.ndarray:
+        return np.asarray(_log_rho(instance, claim, states, params) / (n - 2))
+
+    def htilde(states: np.ndarray) -> np.ndarray:
+        back = states.copy()
+        back[..., n:] *= np.exp(-phi(states))[..., None]
+        return np.asarray(instance.evaluate("observables", back, params)[..., ke])
+
+    X = instance.evaluate("rhs", x, params)
+    ph = phi(x)
+    speed = np.linalg.norm(X, axis=1)
+    hx = step * (1.0 + np.linalg.norm(x, axis=1)) / np.where(speed > 0, speed, 1.0)
+    xphi = (phi(x + hx[:, None] * X) - phi(x - hx[:, None] * X)) / (2 * hx)
+    g, m = x[:, :n], x[:, n:]
+    Y = np.hstack([np.exp(-ph)[:, None] * X[:, :n], X[:, n:] + xphi[:, None] * m])
+    y = np.hstack([g, np.exp(ph)[:, None] * m])
+    k, dim = y.shape
+    h = step * (1.0 + np.abs(y))
+    eye = np.eye(dim)
+    up = htilde(y[:, None, :] + h[:, :, None] * eye[None])
+    down = htilde(y[:, None, :] - h[:, :, None] * eye[None])
+    grad = (up - down) / (2 * h)
+    hg, hm = grad[:, :n], grad[:, n:]
+    mt = y[:, n:]
+
+    def dot(u: np.ndarray, w: np.ndarray) -> np.ndarray:
+        return np.asarray(np.sum(u * w, axis=1, keepdims=True))
+
+    Z = np.hstack([hm - dot(g, hm) * g, -hg + (dot(g, hg) - dot(mt, hm)) * g + dot(g, hm) * mt])
+    return Y, Z
+
+
+def structured_hamiltonisation_check(
+    instance: Instance, seed: int, params: np.ndarray | None
+) -> Check:
+    """phi-simplicity / Hamiltonisation, structured: is the tau-field Hamiltonian for Htilde?
+
+    The structured counterpart of the symbolic phi-simplicity test and of the chart checks
+    (García-Naranjo & Marrero 2020, Thm 3.21 / Cor. 3.22: a phi-simple system becomes
+    canonical Hamiltonian with ``Htilde = E`` after ``dt = exp(-phi) dtau``,
+    ``ptilde = exp(phi) p``; for rank ``r >= 3`` its measure is ``sigma = (r - 1) phi``, so
+    ``phi = sigma / (r - 1)`` is the only candidate). On sampled states of the constraint
+    manifold the tau-field of the structured rhs kernel is compared with the Hamiltonian field
+    of ``Htilde`` on ``T*S^{n-1}`` (:func:`_htilde_field`); PASS when the finding (relative
+    difference at most ``max(POINTWISE_TOL, SAFETY * E)``) agrees with the claim.
+    """
+    exp = instance.expected
+    claim = next(c for c in instance.measure_claims if c.invariant and c.observable)
+    x = instance.sample(STRUCTURED_SAMPLES, seed + 2)
+    fields = [_htilde_field(instance, claim, x, params, st) for st in (FD_STEP, 2 * FD_STEP)]
+    Y, Z = fields[0]
+    scale = float(np.linalg.norm(Y))
+    rel = float(np.linalg.norm(Y - Z)) / scale
+    err = float(np.linalg.norm((Y - Z) - (fields[1][0] - fields[1][1]))) / scale
+    threshold = max(POINTWISE_TOL, SAFETY * err)
+    found = rel <= threshold
+    want = exp.phi_simple if exp is not None else True
+    source = exp.source if exp is not None else claim.source
+    n = _program(instance).n
+    figures = {
+        "form": FORM["structured"],
+        "claimed by": source,
+        "expected": "phi-simple" if want else "not phi-simple",
+        "phi": f"sigma / (r - 1) = log rho / {n - 2}, rho = {claim.label}",
+        "sampled states": len(x),
+        "relative difference ||Y - Z|| / ||Y||": rel,
+        "error estimate (steps doubled)": err,
+        "threshold": threshold,
+    }
+    name = "phi-simple, Hamiltonisable (structured numeric: tau-field = Htilde field)"
+    text = (
+        f"the field after dt = exp(-phi) dtau, mtilde = exp(phi) m with phi = sigma/(r-1) "
+        f"{'is' if found else 'is not'} the Hamiltonian field of Htilde = E on T*S^{n - 1} "
+        f"(relative difference {rel:.1e} {'<=' if found else '>'} {threshold:.1e} on "
+        f"{len(x)} sampled states)"
+    )
+    if found == want:
+        return Check(name, True, f"{text}, as {source} says", figures)
+    return Check(name, False, f"{text}, but {source} says the opposite", figures)

@@ -10,6 +10,7 @@ with a progress bar (:func:`integrate_in_chunks`; on a Dask cluster with ``clien
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -18,18 +19,24 @@ from typing import Any
 import numpy as np
 
 from nhfast.analysis.drift import constraint_residual, energy_error
-from nhfast.analysis.result import Report
+from nhfast.analysis.result import Check, Report
 from nhfast.distributed import integrate_ensemble
 from nhfast.errors import IntegrationWarning, UsageError
-from nhfast.experiments._progress import Progress
-from nhfast.experiments.catalogue import get_example
+from nhfast.experiments._progress import Heartbeat, Progress
+from nhfast.experiments.catalogue import STRUCTURED, STRUCTURED_N, get_example
 from nhfast.experiments.checks import (
     DISCOVERY_SAMPLES,
+    FORM,
     HAMILTONISATION_LANES,
     MEASURE_LANES,
+    STRUCTURED_LANES,
+    STRUCTURED_SAMPLES,
     discovery_check,
     hamiltonisation_checks,
     measure_checks,
+    pointwise_measure_check,
+    structured_hamiltonisation_check,
+    structured_measure_checks,
     symbolic_checks,
 )
 from nhfast.integrate import ADAPTIVE, IntegrationResult, integrate
@@ -126,7 +133,9 @@ class _Stages:
         if message:
             self.say(f"{message} ...")
         t0 = time.perf_counter()
-        yield
+        # a stage that is announced is never silent for long: a line every few seconds
+        with Heartbeat(self.say, label) if message else contextlib.nullcontext():
+            yield
         self.timings[label] = time.perf_counter() - t0
         if message:
             self.say(f"  done in {self.timings[label]:.1f} s")
@@ -150,6 +159,7 @@ def run_example(
     log: Callable[[str], object] | None = None,
     client: Any = None,
     chunk: int | None = None,
+    inertia: str | None = None,
 ) -> tuple[Report, IntegrationResult | None]:
     """Build a catalogue example, integrate a batch, run the checks and collect a Report.
 
@@ -193,6 +203,12 @@ def run_example(
         other checks stay in this process).
     chunk : int, optional
         Trajectories per block or task (default: about a tenth of the batch, at least 64).
+    inertia : str, optional
+        Inertia operator of examples that have one (Veselova: ``"seed"``, ``"physical"``,
+        ``"pairwise"``; default the example's first). Instances built in the structured form
+        (Veselova with the seed inertia above ``n = STRUCTURED_N``, the other inertias always)
+        run every check in its structured numerical form; each check's figure ``"form"`` says
+        which form ran.
 
     Returns
     -------
@@ -212,8 +228,13 @@ def run_example(
     timings = stage.timings
 
     start_wall, start_cpu = time.perf_counter(), time.process_time()
-    with stage("build (symbolic)"):
-        inst = get_example(name).build(n)
+    example = get_example(name)
+    with stage("build", f"building {name}" + (f" (n = {n})" if n is not None else "")):
+        inst = example.build(n, inertia)
+    structured = inst.form == STRUCTURED
+    timings["build (structured program)" if structured else "build (symbolic)"] = timings.pop(
+        "build"
+    )
     t_end = inst.t_end if t_end is None else t_end
     if method not in ADAPTIVE and h is None:
         h = FIXED_STEP_H
@@ -223,7 +244,8 @@ def run_example(
             f"--method: leapfrog needs a separable system; {name}: {vf.separability()}"
         )
     params = inst.params if inst.params.size else None
-    x0 = inst.sample(lanes, seed)
+    with stage("initial states"):  # a structured sampler compiles the kernels (energy)
+        x0 = inst.sample(lanes, seed)
     say(f"{inst.title}: {vf.n_state} states, {lanes} trajectories to t = {t_end:g}")
     settings: dict = {
         "example": name,
@@ -232,12 +254,23 @@ def run_example(
         "threads": threads,
         "seed": seed,
     }
+    if example.inertias:
+        settings["inertia"] = inertia or example.inertias[0]
+    if structured:
+        settings["form of the checks"] = (
+            "structured numeric: only the structured field is built (the symbolic forms run "
+            f"for the seed inertia with n <= {STRUCTURED_N})"
+        )
 
     drift, sym_measure, sym_phi, num_measure, num_ham = [], [], [], [], []
     res = None
     if "drift" in checks:
         t0 = time.perf_counter()
-        cs = vf.compile(("observables",))
+        say("kernels: generating and compiling (or loading from the cache) ...")
+        # a structured instance with a Liouville field integrates that one (its library serves
+        # every check; the extra state ell is dropped from the result)
+        field = inst.liouville if inst.liouville is not None else vf
+        cs = field.compile(("observables",))
         timings["codegen + compile" if not cs.cache_hit else "kernels (cache hit)"] = (
             time.perf_counter() - t0
         )
@@ -247,9 +280,23 @@ def run_example(
         )
         t_eval = np.linspace(0.0, t_end, n_times)
         with stage("integrate", f"integrating ({method})"):
+            start = x0 if field is vf else np.concatenate([x0, np.zeros((lanes, 1))], axis=1)
             res = integrate_in_chunks(
-                vf, x0, t_eval, params, method, threads, rtol, atol, h, progress, client, chunk
+                field,
+                start,
+                t_eval,
+                params,
+                method,
+                threads,
+                rtol,
+                atol,
+                h,
+                progress,
+                client,
+                chunk,
             )
+            if field is not vf:
+                res = dataclasses.replace(res, y=res.y[..., : vf.n_state])
         drift = [energy_error(res, inst.energy, threshold=drift_tol)]
         if inst.constraints:
             drift.append(constraint_residual(res, inst.constraints, threshold=drift_tol))
@@ -273,7 +320,40 @@ def run_example(
             settings["h"] = h
             settings["effective step"] = dt / max(1.0, np.ceil(dt / h * (1 - 1e-12)))
 
-    if {"symbolic", "measure", "hamiltonisation"} & set(checks):
+    if structured:
+        if {"symbolic", "measure"} & set(checks) and inst.measure_claims:
+            msg = (
+                f"invariant measure, structured: div(rho X) = 0 on {STRUCTURED_SAMPLES} "
+                "sampled states"
+            )
+            with stage("pointwise measure check", msg):
+                sym_measure = [pointwise_measure_check(inst, seed, params)]
+        if "measure" in checks and inst.measure_claims:
+            m = min(lanes, STRUCTURED_LANES)
+            msg = (
+                f"measure checks, structured: {len(inst.measure_claims)} densities along "
+                f"{m} trajectories"
+            )
+            with stage("measure checks", msg):
+                num_measure = structured_measure_checks(
+                    inst, x0[:m], t_end, params, rtol, atol, threads
+                )
+            settings["measure checks"] = (
+                f"structured, dop853, rtol {rtol:g}, atol {atol:g}, t = {t_end:g}, first "
+                f"{num_measure[0].figures['trajectories']} trajectories"
+            )
+        if {"symbolic", "hamiltonisation"} & set(checks) and inst.measure_claims:
+            msg = (
+                "phi-simplicity, structured: tau-field against the Hamiltonian field of Htilde "
+                f"on {STRUCTURED_SAMPLES} sampled states"
+            )
+            with stage("Hamiltonisation check", msg):
+                sym_phi = [structured_hamiltonisation_check(inst, seed, params)]
+            settings["Hamiltonisation checks"] = (
+                "structured: pointwise on sampled states (the chart checks need the Chaplygin "
+                f"chart system, built for the seed inertia with n <= {STRUCTURED_N} only)"
+            )
+    elif {"symbolic", "measure", "hamiltonisation"} & set(checks):
         with stage("symbolic checks", "symbolic checks of the Chaplygin reduction"):
             sym = symbolic_checks(inst)
         if {"symbolic", "measure"} & set(checks):
@@ -281,7 +361,7 @@ def run_example(
         if {"symbolic", "hamiltonisation"} & set(checks):
             sym_phi = [c for c in sym if "phi-simple" in c.name]
 
-    if "measure" in checks and inst.measure_claims:
+    if "measure" in checks and inst.measure_claims and not structured:
         m = min(lanes, MEASURE_LANES)
         msg = f"measure checks: {len(inst.measure_claims)} densities along {m} trajectories"
         with stage("measure checks", msg):
@@ -303,11 +383,24 @@ def run_example(
 
     timings["total (wall clock)"] = time.perf_counter() - start_wall
     timings["total (CPU, all threads)"] = time.process_time() - start_cpu
+    every = [*drift, *sym_measure, *num_measure, *sym_phi, *num_ham]
     report = Report(
         inst.title,
         system={"name": vf.name, **inst.description},
         settings=settings,
-        checks=[*drift, *sym_measure, *num_measure, *sym_phi, *num_ham],
+        checks=[_with_form(c, structured) for c in every],
         timings=timings,
     )
     return report, res
+
+
+def _with_form(check: Check, structured: bool) -> Check:
+    """The check with the figure ``"form"`` (first) saying which form of it ran."""
+    if "form" in check.figures:
+        return check
+    if structured:
+        form, name = FORM["structured"], f"{check.name} (structured numeric)"
+    else:
+        form, name = FORM["symbolic" if "(symbolic)" in check.name else "numeric"], check.name
+    figures = {"form": form, **check.figures}
+    return Check(name, check.holds, check.statement, figures, check.series, check.samples)

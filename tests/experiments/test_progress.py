@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import io
+import time
 
 import pytest
 
-from nhfast.experiments._progress import Progress
+from nhfast.experiments._progress import Heartbeat, Progress
 
 
 def test_progress_draws_only_when_enabled():
@@ -27,3 +28,20 @@ def test_progress_draws_only_when_enabled():
 def test_progress_bad_total(total):
     with pytest.raises(ValueError, match="total must be an int >= 1"):
         Progress(total)
+
+
+def test_heartbeat_says_a_long_stage_is_running_and_stops():
+    lines = []
+    with Heartbeat(lines.append, "deriving", interval=0.05) as beat:
+        time.sleep(0.3)
+    count = len(lines)
+    assert count >= 2 and beat.beats == count
+    assert lines[0].startswith("  ... deriving: still running, ")
+    time.sleep(0.15)
+    assert len(lines) == count  # closed: no more lines
+    quick = []
+    with Heartbeat(quick.append, "fast", interval=5.0):
+        pass
+    assert quick == []
+    with pytest.raises(ValueError, match="interval must be > 0"):
+        Heartbeat(quick.append, "bad", interval=0.0)
