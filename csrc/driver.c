@@ -52,6 +52,7 @@ int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double
     b.nt = nt;
     b.n = n;
     b.nl = nl;
+    b.nw = w;
     b.next = lane0;
     b.end = lane0 + count;
     b.shared = shared_next;

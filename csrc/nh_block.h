@@ -21,7 +21,9 @@
 #endif
 
 /* Lanes are processed in chunks of NH_CHUNK with the chunk's accumulators in registers; a
- * block's lane count is padded to a multiple of NH_CHUNK with inactive copies of lane 0. */
+ * block's SoA stride is padded to a multiple of NH_CHUNK with inactive copies of lane 0. The
+ * kernels run on the block's own slots only (nw of them, see nh_block): a block of one
+ * trajectory evaluates the vector field for one lane, not NH_CHUNK. */
 #define NH_CHUNK 8
 
 /* A chunk of lanes as one value: GCC/Clang vector extensions (lowered to AVX-512, AVX2 or
@@ -56,6 +58,9 @@ struct nh_block {
     int64_t nt;
     int64_t n;      /* state dimension */
     int64_t nl;     /* lane slots, a multiple of NH_CHUNK (the SoA stride) */
+    int64_t nw;     /* slots in use (the block's width, <= nl): trajectories go only to slots
+                       l < nw and the kernels are called for lanes 0..nw-1; slots nw..nl-1
+                       are padding, never active, their buffers zero (finite) throughout */
     int64_t *gid;   /* [nl] trajectory held by each slot, -1 when the slot is idle */
     int64_t next, end;    /* trajectories next..end-1 still wait for a slot */
     int64_t *shared;      /* non-NULL: the batch's next trajectory, one counter for the blocks of
@@ -89,7 +94,7 @@ static inline int64_t *nh_cnt(nh_block *b, int k) { return b->cnt + k * b->nl; }
  * once for the block (a slot's share is ncalls minus its call0). */
 static inline int nh_rhs(nh_block *b, const double *t, const double *x, double *out) {
     b->ncalls += 1;
-    return b->sys->rhs(b->sys->ctx, t, x, b->par, out, b->nl, b->nl);
+    return b->sys->rhs(b->sys->ctx, t, x, b->par, out, b->nw, b->nl);
 }
 
 /* Stage state: out = x + hu[l] * sum_j a[j] K[idx[j]] over the `s` nonzero coefficients
@@ -244,7 +249,7 @@ static inline int64_t nh_take(nh_block *b) {
 static inline int64_t nh_refill(nh_block *b, unsigned char *fresh) {
     int64_t c = 0;
     for (int64_t l = 0; l < b->nl; ++l) fresh[l] = 0;
-    for (int64_t l = 0; l < b->nl; ++l) {
+    for (int64_t l = 0; l < b->nw; ++l) {
         if (b->gid[l] >= 0) continue;
         const int64_t g = nh_take(b);
         if (g < 0) break;
@@ -268,7 +273,7 @@ static inline int64_t nh_refill(nh_block *b, unsigned char *fresh) {
 /* Evaluate the vector field on the block, counting the evaluation for the slots in mask. */
 static inline int nh_rhs_for(nh_block *b, const double *t, const double *x, double *out,
                              const unsigned char *mask) {
-    int rc = b->sys->rhs(b->sys->ctx, t, x, b->par, out, b->nl, b->nl);
+    int rc = b->sys->rhs(b->sys->ctx, t, x, b->par, out, b->nw, b->nl);
     int64_t *restrict c = nh_cnt(b, NH_STAT_RHS);
     for (int64_t l = 0; l < b->nl; ++l) c[l] += mask[l];
     return rc;

@@ -93,8 +93,9 @@ typedef struct {
 } nh_options;
 
 /*
- * Integrate trajectories [lane0, lane0 + count) of a batch through `width` lane slots
- * (rounded up to a multiple of 8); a slot whose trajectory finishes takes the next one.
+ * Integrate trajectories [lane0, lane0 + count) of a batch through min(width, count) lane
+ * slots (the kernels run on exactly these; only the SoA stride is rounded up to a multiple of
+ * 8); a slot whose trajectory finishes takes the next one.
  *   t_eval : nt output times, strictly monotonic; t_eval[0] is the initial time
  *   x0     : initial states, row-major [ntraj][n]
  *   par    : parameters, row p of lane l at par[l*par_stride]; par_stride = 0 broadcasts

@@ -162,7 +162,7 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
      * (f(t0, x0) and the starting step), an idle slot one wasted lane-evaluation per stage;
      * measured on Veselova n = 8 and 32, 10^4 lanes of 64: one chunk wastes 9% of the
      * lane-evaluations, a quarter of the slots (the previous rule) 13%. */
-    const int64_t refill_at = NH_CHUNK;
+    const int64_t refill_at = NH_MIN(NH_CHUNK, b->nw);
 
     /* Stiffness test (see NH_LANE_STIFF): the pair's bound on h*|lambda|, Hairer's values. */
     const double stiff_bound = dp5 ? 3.25 : 6.1;
@@ -170,7 +170,7 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
 
     /* K[0..S]: stage derivatives (K[S] = FSAL), xs, xn, then per-lane arrays. */
     const size_t nbuf = (size_t)((S + 3) * m + 11 * nl);
-    double *buf = (double *)malloc(sizeof(double) * nbuf);
+    double *buf = (double *)calloc(nbuf, sizeof(double)); /* zero: padding slots stay finite */
     unsigned char *flags = (unsigned char *)malloc((size_t)(3 * nl));
     int64_t *stiffc = (int64_t *)calloc((size_t)(2 * nl), sizeof(int64_t));
     if (!buf || !flags || !stiffc) {
@@ -194,6 +194,7 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
     for (int st = 1; st < S; ++st) na[st] = nh_sparse_row(p.A + st * S, st, ca[st], ia[st]);
     na[S] = nh_sparse_row(p.B, S, ca[S], ia[S]);
     int64_t idle = nl;
+    const int64_t pad = nl - b->nw; /* padding slots, always idle */
 
     for (;;) {
         if (nh_stopping(b)) { /* the driver marks the unfinished trajectories */
@@ -201,7 +202,7 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
             break;
         }
         /* Load waiting trajectories into idle slots: f(t0, x0) and a starting step. */
-        if (nh_pending(b) && (idle >= refill_at || idle == nl)) {
+        if (nh_pending(b) && (idle - pad >= refill_at || idle == nl)) {
             if (nh_refill(b, fresh) > 0) {
                 rc = nh_rhs_for(b, b->tl, b->x, K[S], fresh);
                 if (rc != NH_OK) break;

@@ -117,7 +117,7 @@ NH_CLONES int nh_gauss_step(nh_block *b, int s, double t, double h, double *work
             for (int64_t l = 0; l < nl; ++l) tt[l] = t + C[st] * h;
             /* count the evaluation only for lanes still iterating: a lane's statistics
              * must not depend on the other lanes of its block */
-            rc = b->sys->rhs(b->sys->ctx, tt, xs, b->par, K + st * m, nl, nl);
+            rc = b->sys->rhs(b->sys->ctx, tt, xs, b->par, K + st * m, b->nw, nl);
             if (rc != NH_OK) return rc;
             int64_t *restrict cr = nh_cnt(b, NH_STAT_RHS);
             for (int64_t l = 0; l < nl; ++l) cr[l] += !conv[l];
@@ -189,7 +189,8 @@ NH_CLONES int nh_run_fixed(nh_block *b) {
             return NH_OK;
         }
     }
-    double *buf = (double *)malloc(sizeof(double) * (size_t)(nh_fixed_work(o->method, n, nl) + 2 * m));
+    /* zeroed: the padding slots (l >= nw) are never written by the kernels */
+    double *buf = (double *)calloc((size_t)(nh_fixed_work(o->method, n, nl) + 2 * m), sizeof(double));
     unsigned char *ok = (unsigned char *)malloc((size_t)(2 * nl));
     if (!buf || !ok) {
         free(buf);

@@ -63,6 +63,10 @@ _HAMILTONISED_OPTIONS = (
 )  # fmt: skip
 
 
+_SIGNATURE = inspect.signature(_integrate.integrate)
+_METHOD_AT = list(_SIGNATURE.parameters).index("method")
+
+
 @functools.wraps(_integrate.integrate)
 def integrate(*args: Any, **kwargs: Any) -> IntegrationResult:
     # ``nhfast.integrate.integrate`` for a VectorField; a Chaplygin system with a
@@ -72,9 +76,11 @@ def integrate(*args: Any, **kwargs: Any) -> IntegrationResult:
         from nhfast.distributed import integrate_ensemble
 
         return integrate_ensemble(*args, **kwargs)
-    given = inspect.signature(_integrate.integrate).bind(*args, **kwargs).arguments
-    method = given.get("method")
+    # the method without binding the whole signature (tens of us per call): only a
+    # hamiltonised-* method needs the bound arguments
+    method = kwargs.get("method", args[_METHOD_AT] if len(args) > _METHOD_AT else None)
     if isinstance(method, str) and method in HAMILTONISED:
+        given = _SIGNATURE.bind(*args, **kwargs).arguments
         options = {k: given[k] for k in _HAMILTONISED_OPTIONS if k in given}
         return integrate_hamiltonised(
             given["system"],

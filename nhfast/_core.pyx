@@ -18,8 +18,8 @@ import threading
 from cpython.exc cimport PyErr_CheckSignals
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New, PyCapsule_IsValid
 from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport free, malloc
 from cython.parallel cimport parallel
-from cython.view cimport array as cvarray
 
 cdef extern from "nh_abi.h":
     int NH_ABI_VERSION
@@ -262,16 +262,10 @@ def python_kernel_capsule():
     return PyCapsule_New(<void *>_py_kernel, _CAPSULE_NAME, NULL)
 
 
-cdef int[::1] _codes(int64_t n):
-    cdef int[::1] a = cvarray(shape=(n,), itemsize=sizeof(int), format="i")
-    a[:] = NH_OK
-    return a
-
-
-cdef _check(int[::1] rcs, object ctx):
+cdef _check(const int *rcs, int64_t n, object ctx):
     cdef int rc = NH_OK
-    cdef Py_ssize_t i
-    for i in range(rcs.shape[0]):
+    cdef int64_t i
+    for i in range(n):
         if rcs[i] < rc:
             rc = rcs[i]
     if rc != NH_OK:
@@ -345,6 +339,16 @@ cdef void _work(_team *tm) noexcept nogil:
             nh_sleep_ms(2)
 
 
+cdef void _work_alone(_team *tm) noexcept nogil:
+    """:func:`_work` of a team of one: the calling thread runs every item, no region opened
+    (so no wait for other members, whatever OpenMP reports outside a region)."""
+    cdef int64_t i
+    for i in range(tm.nitems):
+        if nh_stop_requested(tm.stop):
+            break
+        tm.rcs[i] = tm.item(tm.args, i)
+
+
 cdef _run_team(int (*item)(void *args, int64_t i) noexcept nogil, void *args, int64_t nitems,
                int threads, nh_interrupt *stop, object ctx):
     """Run items [0, nitems) on `threads` threads; raise what a signal handler raised, or
@@ -352,27 +356,44 @@ cdef _run_team(int (*item)(void *args, int64_t i) noexcept nogil, void *args, in
     cdef _team tm
     cdef _watch w
     cdef list caught = []
-    cdef int[::1] rcs = _codes(nitems)
-    tm.nitems = nitems
-    tm.next = 0
-    tm.done = 0
-    tm.rcs = &rcs[0]
-    tm.stop = stop
-    tm.item = item
-    tm.args = args
-    w.signals = threading.current_thread() is threading.main_thread()
-    w.due = nh_now() + POLL_SECONDS_C
-    w.caught = <void *>caught
-    stop.flag = 0
-    stop.poll = _poll
-    stop.ctx = &w
-    with nogil, parallel(num_threads=threads):
-        _work(&tm)
-    if caught:
-        raise caught[0]
-    if stop.flag:  # not reached: only the hook requests a stop
-        raise KeyboardInterrupt
-    _check(rcs, ctx)
+    # return codes: on the stack for a few items (the usual call), else on the heap
+    cdef int small[16]
+    cdef int *rcs = small
+    cdef int64_t i
+    if nitems > 16:
+        rcs = <int *>malloc(<size_t>nitems * sizeof(int))
+        if rcs == NULL:
+            raise MemoryError()
+    try:
+        for i in range(nitems):
+            rcs[i] = NH_OK
+        tm.nitems = nitems
+        tm.next = 0
+        tm.done = 0
+        tm.rcs = rcs
+        tm.stop = stop
+        tm.item = item
+        tm.args = args
+        w.signals = threading.current_thread() is threading.main_thread()
+        w.due = nh_now() + POLL_SECONDS_C
+        w.caught = <void *>caught
+        stop.flag = 0
+        stop.poll = _poll
+        stop.ctx = &w
+        if threads == 1:  # no parallel region to open: the calling thread is the team
+            with nogil:
+                _work_alone(&tm)
+        else:
+            with nogil, parallel(num_threads=threads):
+                _work(&tm)
+        if caught:
+            raise caught[0]
+        if stop.flag:  # not reached: only the hook requests a stop
+            raise KeyboardInterrupt
+        _check(rcs, nitems, ctx)
+    finally:
+        if rcs != small:
+            free(rcs)
 
 
 # ------------------------------------------------------------------- integration ----
@@ -430,7 +451,7 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     cdef _batch a
     cdef int64_t ntraj = x0.shape[0], nt = t_eval.shape[0]
     cdef int64_t nblocks
-    cdef int64_t[::1] counter = cvarray(shape=(1,), itemsize=sizeof(int64_t), format="q")
+    cdef int64_t counter = 0  # the batch's next trajectory, shared by the blocks
     cdef double[::1] tend
     sys.n = _int_arg(n, "n", 1, _INT32_MAX)
     sys.npar = _int_arg(npar, "npar", 0, _INT32_MAX)
@@ -468,7 +489,7 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     # one block per thread (no more blocks than blocks' worth of trajectories); Python
     # kernels hold the GIL: threads would only contend for it
     nblocks = _team_size(1 if ctx is not None else threads, (ntraj + a.block - 1) // a.block)
-    counter[0] = 0
+    counter = 0
     a.sys = &sys
     a.opt = &opt
     a.t_eval = &t_eval[0]
@@ -481,7 +502,7 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     a.status = &status[0]
     a.stats = &stats[0, 0]
     a.t_end = &tend[0] if t_end is not None else NULL
-    a.shared = &counter[0] if nblocks > 1 else NULL
+    a.shared = &counter if nblocks > 1 else NULL
     _run_team(_batch_item, &a, nblocks, <int>nblocks, &stop, ctx)
 
 

@@ -48,6 +48,7 @@ from nhfast.errors import CompilationError
 __all__ = [
     "CompiledSystem",
     "InputCheck",
+    "InputChecks",
     "c_source",
     "compile_kernels",
     "compile_recipe",
@@ -176,6 +177,84 @@ class CompiledSystem:
         if kind == "jacobian":
             return out.reshape(*lead, n, n)
         return out.reshape(*lead, nout)
+
+
+_minimum = np.minimum.reduce
+_all = np.logical_and.reduce
+
+
+class InputChecks:
+    """A system's input checks, prepared once, that accept states and parameter rows fast.
+
+    :meth:`accept` returns True only when every value certainly passes the system's own
+    checks (``VectorField.check_params``: parameters that contradict their SymPy assumptions;
+    ``VectorField.check_domain``: states outside a ``domain`` condition ``expr > 0``); on
+    False the caller runs those checks, which raise the error with its message (or pass, for
+    a case this test leaves to them). Per call it costs one NumPy reduction per kind of
+    assumption, not one per parameter, and for a single state the domain conditions are
+    evaluated on Python floats (a ``math`` lambdification, built once) instead of NumPy
+    arrays of one element.
+
+    Parameters
+    ----------
+    states, params : sequence of sympy.Symbol
+        The system's states and parameters, in the order of a row.
+    domain : mapping of str to sympy.Expr
+        The ``domain`` conditions (``expr > 0``).
+    """
+
+    def __init__(
+        self, states: list[sp.Symbol], params: list[sp.Symbol], domain: Mapping[str, sp.Expr]
+    ) -> None:
+        # a positive value is also nonnegative and nonzero: one rule per column suffices
+        kinds: dict[str, list[int]] = {"positive": [], "nonnegative": [], "nonzero": []}
+        for k, sym in enumerate(params):
+            if sym.is_positive:
+                kinds["positive"].append(k)
+                continue
+            if sym.is_nonnegative:
+                kinds["nonnegative"].append(k)
+            if sym.is_nonzero:
+                kinds["nonzero"].append(k)
+        npar = len(params)
+        self.rules = [
+            (kind, None if len(cols) == npar else np.array(cols, dtype=np.intp))
+            for kind, cols in kinds.items()
+            if cols
+        ]
+        self.has_domain = bool(domain)
+        self.domain: Callable[..., Any] | None = None
+        if domain:
+            try:
+                self.domain = sp.lambdify([*states, *params], list(domain.values()), "math")
+            except Exception:  # noqa: BLE001 - not lambdifiable: the system's check decides
+                self.domain = None
+
+    def accept(self, x: np.ndarray, par: np.ndarray) -> bool:
+        """Whether states ``x`` (m, n_state) and parameter rows ``par`` (1 or m, n_params)
+        certainly pass the system's checks (False: run them)."""
+        for kind, cols in self.rules:
+            sub = par if cols is None else par[:, cols]
+            if sub.size == 0:
+                continue
+            # the ufuncs' reductions directly (ndarray.min/all add a Python layer)
+            if kind == "positive":
+                ok = _minimum(sub, axis=None) > 0
+            elif kind == "nonnegative":
+                ok = _minimum(sub, axis=None) >= 0
+            else:
+                ok = _all(sub, axis=None)
+            if not ok:
+                return False
+        if not self.has_domain:
+            return True
+        if self.domain is None or x.shape[0] != 1 or par.shape[0] != 1:
+            return False  # several rows: NumPy's vectorised check is the fast one
+        try:
+            vals = self.domain(*x.tolist()[0], *par.tolist()[0])
+            return all(v > 0 for v in vals)
+        except Exception:  # noqa: BLE001 - math domain errors, complex values: let it decide
+            return False
 
 
 def c_source(code: Code, name: str) -> str:

@@ -13,6 +13,9 @@ from typing import Any
 
 import numpy as np
 
+_FLOAT = np.dtype(float)
+_all = np.logical_and.reduce  # ndarray.all without its Python layer
+
 __all__ = [
     "positive",
     "positive_int",
@@ -59,17 +62,20 @@ def real_array(value: Any, name: str, ndims: Sequence[int] | None = None) -> np.
 
     Complex input is refused rather than silently truncated to its real part.
     """
-    if np.iscomplexobj(value):
-        raise TypeError(f"{name} must be real, got complex values")
-    try:
-        a = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be an array of real numbers: {exc}") from None
+    if type(value) is np.ndarray and value.dtype == _FLOAT:
+        a = value  # fast path: already a float array (not complex, nothing to convert)
+    else:
+        if np.iscomplexobj(value):
+            raise TypeError(f"{name} must be real, got complex values")
+        try:
+            a = np.asarray(value, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name} must be an array of real numbers: {exc}") from None
     if ndims is not None and a.ndim not in ndims:
         raise ValueError(
             f"{name} must have {' or '.join(map(str, ndims))} dimension(s), got shape {a.shape}"
         )
-    if not np.all(np.isfinite(a)):
+    if not _all(np.isfinite(a), axis=None):
         raise ValueError(f"{name} contains NaN or infinite values")
     return a
 
@@ -82,20 +88,31 @@ def state_rows(value: Any, n: int, name: str = "x0", what: str = "") -> np.ndarr
     x = real_array(value, name, (1, 2))
     if x.shape[-1] != n:
         raise ValueError(f"{name} must have shape ({n},) or (n_traj, {n}){what}; got {x.shape}")
-    return np.ascontiguousarray(x.reshape(-1, n))
+    x = x.reshape(-1, n)
+    return x if x.flags.c_contiguous else np.ascontiguousarray(x)
 
 
 def output_times(value: Any, name: str = "t_eval", increasing: bool = False) -> np.ndarray:
     """Output times: a non-empty 1-d finite array, strictly monotonic (or increasing)."""
+    if type(value) is list and len(value) == 2 and all(type(v) is float for v in value):
+        t0, t1 = value  # fast path for the common [t0, t1] of Python floats
+        if math.isfinite(t0) and math.isfinite(t1) and (t1 > t0 if increasing else t1 != t0):
+            return np.array(value)
     t = real_array(value, name, (1,))
     if t.size < 1:
         raise ValueError(f"{name} must hold at least one time")
-    dt = np.diff(t)
-    if increasing and not np.all(dt > 0):
+    if t.size == 2:  # the common [t0, t1]: two floats, no arrays
+        t0, t1 = t.tolist()
+        up, down = t1 > t0, t1 < t0
+    else:
+        dt = np.diff(t)
+        up = bool((dt > 0).all())
+        down = not up and bool((dt < 0).all())
+    if increasing and not up:
         raise ValueError(f"{name} must be strictly increasing")
-    if not (np.all(dt > 0) or np.all(dt < 0)):
+    if not (up or down):
         raise ValueError(f"{name} must be strictly monotonic")
-    return np.ascontiguousarray(t)
+    return t if t.flags.c_contiguous else np.ascontiguousarray(t)
 
 
 def params_rows(
@@ -140,14 +157,15 @@ def params_rows(
                 f"{name} given, but the system has no parameters (got shape {np.shape(params)})"
             )
         return np.zeros((1, 0))
-    names = ", ".join(map(str, symbols))
     if params is None:
+        names = ", ".join(map(str, symbols))
         raise ValueError(f"{name} is required: missing values for {names}")
     par = real_array(params, name)
-    if par.shape == (npar,):
-        return np.ascontiguousarray(par.reshape(1, npar))
-    if par.shape == (*lead, npar):
-        return np.ascontiguousarray(par.reshape(-1, npar))
+    shape = par.shape
+    if shape == (npar,) or shape == (*lead, npar):
+        par = par.reshape(-1, npar)
+        return par if par.flags.c_contiguous else np.ascontiguousarray(par)
+    names = ", ".join(map(str, symbols))  # only for the message: str() of a symbol is slow
     raise ValueError(
         f"{name} must have shape ({npar},) or {(*lead, npar)} for parameters {names}; "
         f"got {par.shape}"

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from nhfast import _abi
-from nhfast._kernels import CompiledSystem
+from nhfast._cache import memo
+from nhfast._kernels import CompiledSystem, InputChecks
 from nhfast._validate import (
     output_times,
     params_rows,
@@ -79,9 +81,54 @@ def _check_system(system, method: str) -> None:
             f"system must be a VectorField or HamiltonianSystem, got {type(system).__name__}"
         )
     if method == "leapfrog":
-        why = system.separability()
+        why = memo(system, "separability", lambda: (system.separability(),))[0]
         if why is not None:
             raise ValueError(f"method='leapfrog' needs a separable partitioned system: {why}")
+
+
+def _plain_checks(system: VectorField) -> bool:
+    """Whether ``system`` checks its inputs with :class:`VectorField`'s own methods (then
+    :class:`nhfast._kernels.InputChecks` may decide for it; else its methods always run)."""
+    cls = type(system)
+    return all(
+        getattr(cls, m) is getattr(VectorField, m)
+        for m in ("check_inputs", "check_params", "check_domain")
+    )
+
+
+def input_checks(system: VectorField) -> InputChecks | None:
+    """The fast input checks of ``system``, built once per system (None: run its methods)."""
+
+    def build() -> InputChecks | None:
+        if not _plain_checks(system):
+            return None
+        return InputChecks(list(system.states), list(system.params), dict(system.domain or {}))
+
+    return memo(system, "input_checks", build)
+
+
+def check_inputs(system: VectorField, x: np.ndarray, par: np.ndarray, name: str = "x0") -> None:
+    """``system.check_inputs(x, par, name)``, decided by the cached :func:`input_checks` when
+    every value passes (no NumPy call per parameter or per domain condition); any doubt runs
+    the system's own checks, which raise the error (so the messages are the same)."""
+    checks = input_checks(system)
+    if checks is None or not checks.accept(x, par):
+        system.check_inputs(x, par, name)
+
+
+def _positive(value, name: str) -> float:
+    """:func:`positive` with a fast path for a float (the default tolerances)."""
+    if type(value) is float and 0.0 < value < math.inf:
+        return value
+    return positive(value, name)
+
+
+def _positive_ints(**values) -> None:
+    """:func:`positive_ints` with a fast path for plain positive ints."""
+    for v in values.values():
+        if type(v) is not int or v < 1:
+            positive_ints(**values)
+            return
 
 
 def integrate(
@@ -186,19 +233,26 @@ def integrate(
     ntraj = x.shape[0]
     t = output_times(t_eval, "t_eval")
     par = params_rows(params, system.params, ntraj, "params")
-    system.check_inputs(x, par, "x0")
-    rtol = positive(rtol, "rtol")
-    atol = positive(atol, "atol")
-    tol = positive(tol, "tol")
+    check_inputs(system, x, par, "x0")
+    rtol = _positive(rtol, "rtol")
+    atol = _positive(atol, "atol")
+    tol = _positive(tol, "tol")
     # the integers first: the step count of a fixed-step method is compared with max_steps
-    positive_ints(threads=threads, max_steps=max_steps, max_iter=max_iter, block=block)
+    _positive_ints(threads=threads, max_steps=max_steps, max_iter=max_iter, block=block)
     if method in ADAPTIVE:
-        h0 = 0.0 if h is None else positive(h, "h")
+        h0 = 0.0 if h is None else _positive(h, "h")
     else:
         if h is None:
             raise ValueError(f"h (the step size) is required for the fixed-step method {method!r}")
-        h0 = positive(h, "h")
-        if t.size > 1:
+        h0 = _positive(h, "h")
+        if t.size == 2:  # one interval: the same count as below, without arrays
+            t0, t1 = t.tolist()
+            d = abs(t1 - t0) / h0 * (1 - 1e-12)  # floats: inf on overflow, as in NumPy
+            nsteps = max(1.0, float(math.ceil(d))) if d < math.inf else math.inf
+            if not nsteps <= max_steps:
+                count = f"{nsteps:.0f}" if nsteps < 1e15 else f"{nsteps:.3g}"
+                raise ValueError(f"h={h0:g} needs {count} steps, more than max_steps={max_steps}")
+        elif t.size > 1:
             with np.errstate(over="ignore"):
                 steps = np.maximum(1, np.ceil(np.abs(np.diff(t)) / h0 * (1 - 1e-12)))
             nsteps = float(np.sum(steps))  # may overflow to inf for a tiny h: compare as float
@@ -219,7 +273,8 @@ def integrate(
     y = np.empty((ntraj, t.size, n))
     status = np.zeros(ntraj, dtype=np.int32)
     stats = np.zeros((ntraj, _core.NSTATS), dtype=np.int64)
-    t_reached = np.full(ntraj, t[0])
+    t_reached = np.empty(ntraj)
+    t_reached.fill(t[0])
     split = system.split or 0
     nstiff = NSTIFF if stiffness_check and method in ADAPTIVE else 0
     _core.integrate_batch(
@@ -231,13 +286,14 @@ def integrate(
         t=t,
         y=y,
         status=status,
-        stats={k: stats[:, i].copy() for i, k in enumerate(_STATS)},
+        stats=dict(zip(_STATS, stats.T.copy(), strict=True)),
         method=method,
         t_reached=t_reached,
     )
     if wanted:
         res.observables = _observables(cs, list(system.observables), res, par, threads)
-    report_failures(res, status != 0, keep_failed)
+    if np.count_nonzero(status):
+        report_failures(res, status != 0, keep_failed)
     return res
 
 
@@ -300,10 +356,11 @@ def _observables(
 
     ntraj, nt, n = res.y.shape
     rows = ntraj * nt
-    trow = np.ascontiguousarray(np.broadcast_to(res.t, (ntraj, nt)).reshape(rows))
-    out = np.empty((rows, cs.n_out["observables"]))
+    # one trajectory: its output times are the rows' times (no broadcast copy)
+    trow = res.t if ntraj == 1 else np.broadcast_to(res.t, (ntraj, nt)).reshape(rows)
+    nobs = cs.n_out["observables"]
+    out = np.empty((rows, nobs))
     cap, ctx = cs.kernels["observables"]
-    _core.eval_rows(
-        cap, ctx, out.shape[1], trow, res.y.reshape(rows, n), par, nt, out, threads=threads
-    )
-    return {k: out[:, j].reshape(ntraj, nt) for j, k in enumerate(names)}
+    _core.eval_rows(cap, ctx, nobs, trow, res.y.reshape(rows, n), par, nt, out, threads=threads)
+    # observable j of trajectory i at time k is out[i * nt + k, j]: views, one per name
+    return dict(zip(names, out.T.reshape(nobs, ntraj, nt), strict=True))

@@ -1,0 +1,131 @@
+"""Per-call cost of ``nh.integrate`` for one trajectory and one step (issue 12, item 4).
+
+On compiled, cached systems -- the structured Veselova body ``veselova_structured(n)`` at
+n = 4, 16, 64 (states ``2n``, ``n`` positive parameters, two domain conditions, five
+observables) and a small unrolled oscillator -- three measurements per system and method
+(``dop853``; ``rk4`` with ``h`` = the step):
+
+* ``test_call`` -- ``nh.integrate(vf, x0, [0, h], params=a, method=...)`` as a user calls it
+  (package wrapper, argument checks, the C driver, observables, the result);
+* ``test_call_module`` -- the same through ``nhfast.integrate.integrate`` (no package wrapper);
+* ``test_core`` -- the compiled work alone: ``_core.integrate_batch`` and ``_core.eval_rows``
+  (observables) on prepared arrays, the floor of a call.
+
+``extra_info`` holds ``n``, ``method`` and ``part``; the Python time of a call is ``test_call``
+(or ``test_call_module``) minus ``test_core`` of the same group (``call-<system>-<method>``).
+
+Run (one file, a few seconds; on a shared machine CPU time is steadier than wall time)::
+
+    NHFAST_CACHE_DIR=... pytest benchmarks/bench_call_overhead.py -p no:randomly \\
+        --benchmark-timer=time.process_time --benchmark-json=benchmarks/results/call_overhead.json
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import nhfast as nh
+from nhfast import _core
+from nhfast.systems import veselova_structured
+from nhfast.systems.veselova_body.embedded import join_state
+
+H = 1e-3
+T = [0.0, H]
+METHOD_OPTIONS = {"dop853": {}, "rk4": {"h": H}}
+
+
+def _oscillator():
+    q, p = sp.symbols("q p")
+    k = sp.Symbol("k", positive=True)
+    vf = nh.VectorField(
+        [q, p], [p, -k * q], params=[k], observables={"energy": (p**2 + k * q**2) / 2},
+        name="oscillator",
+    )  # fmt: skip
+    return vf, np.array([1.0, 0.0]), np.array([2.0])
+
+
+def _veselova(n: int):
+    vf = veselova_structured(n)
+    x0 = join_state(np.eye(n)[-1], 0.1 * np.eye(n)[0])
+    return vf, x0, np.linspace(1.0, 2.0, n)
+
+
+SYSTEMS = {"veselova4": 4, "veselova16": 16, "veselova64": 64, "oscillator": 0}
+
+
+@pytest.fixture(scope="module", params=list(SYSTEMS))
+def case(request):
+    n = SYSTEMS[request.param]
+    vf, x0, a = _veselova(n) if n else _oscillator()
+    nh.integrate(vf, x0, T, params=a)  # compiles (or loads) the kernels
+    return request.param, n, vf, x0, a
+
+
+def _info(benchmark, name, n, vf, method, part):
+    benchmark.group = f"call-{name}-{method}"
+    benchmark.extra_info.update(
+        system=name, n=n, n_state=vf.n_state, method=method, part=part, trajectories=1, steps=1
+    )
+
+
+@pytest.mark.parametrize("method", list(METHOD_OPTIONS))
+def test_call(benchmark, case, method):
+    name, n, vf, x0, a = case
+    _info(benchmark, name, n, vf, method, "nh.integrate")
+    kw = METHOD_OPTIONS[method]
+    res = benchmark.pedantic(
+        lambda: nh.integrate(vf, x0, T, params=a, method=method, **kw),
+        rounds=100, iterations=10, warmup_rounds=2,
+    )  # fmt: skip
+    assert res.success and res.y.shape == (1, 2, vf.n_state)
+
+
+@pytest.mark.parametrize("method", list(METHOD_OPTIONS))
+def test_call_module(benchmark, case, method):
+    name, n, vf, x0, a = case
+    _info(benchmark, name, n, vf, method, "nhfast.integrate.integrate")
+    run = sys.modules["nhfast.integrate"].integrate
+    kw = METHOD_OPTIONS[method]
+    res = benchmark.pedantic(
+        lambda: run(vf, x0, T, params=a, method=method, **kw),
+        rounds=100, iterations=10, warmup_rounds=2,
+    )  # fmt: skip
+    assert res.success
+
+
+@pytest.mark.parametrize("method", list(METHOD_OPTIONS))
+def test_core(benchmark, case, method):
+    """The compiled part of a call alone (integration and observables on prepared arrays)."""
+    name, n, vf, x0, a = case
+    _info(benchmark, name, n, vf, method, "core")
+    mod = sys.modules["nhfast.integrate"]
+    cs = vf.compile(("observables",))
+    cap, ctx = cs.kernels["rhs"]
+    ocap, octx = cs.kernels["observables"]
+    nobs = cs.n_out["observables"]
+    ns = vf.n_state
+    t = np.array(T)
+    x = x0.reshape(1, ns).copy()
+    par = a.reshape(1, -1).copy()
+    y = np.empty((1, 2, ns))
+    status = np.zeros(1, dtype=np.int32)
+    stats = np.zeros((1, _core.NSTATS), dtype=np.int64)
+    t_end = np.empty(1)
+    out = np.empty((2, nobs))
+    h = METHOD_OPTIONS[method].get("h", 0.0)
+    nstiff = mod.NSTIFF if method in mod.ADAPTIVE else 0
+
+    def run():
+        _core.integrate_batch(
+            cap, ctx, ns, par.shape[1], 0, mod.METHODS[method], t, x, par, y, status, stats,
+            1e-10, 1e-12, h, 0.0, 10_000_000, 1e-14, 100, 1, 64, nstiff=nstiff, t_end=t_end,
+        )  # fmt: skip
+        _core.eval_rows(ocap, octx, nobs, t, y.reshape(2, ns), par, 2, out, threads=1)
+
+    benchmark.pedantic(run, rounds=100, iterations=10, warmup_rounds=2)
+    ref = nh.integrate(vf, x0, T, params=a, method=method, **METHOD_OPTIONS[method])
+    assert np.array_equal(y, ref.y)
