@@ -54,7 +54,7 @@ from anchors.problem import initial_states  # noqa: E402
 
 NS = [8, 16, 32, 64]
 NS_DENSE = [8, 16, 32]
-LOOPED_NS = [8, 16]  # where the default shape is unrolled (n <= structured.UNROLL_MAX_N = 16)
+LOOPED_NS = [8, 16]  # measured forced-looped (the default shape since UNROLL_MAX_N = 3)
 BUILD_NS = [8, 16, 32, 64]
 LANES = 4096
 ROUNDS = 7
