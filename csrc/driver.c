@@ -29,6 +29,15 @@ int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double
                        int64_t nt, const double *x0, const double *par, int64_t par_stride,
                        int64_t lane0, int64_t count, int64_t width, double *y, int32_t *status,
                        int64_t *stats, double *t_end, int64_t *shared_next) {
+    return nh_integrate_block_ex(sys, opt, t_eval, nt, x0, par, par_stride, lane0, count, width,
+                                 y, status, stats, t_end, shared_next, 0, NULL);
+}
+
+int nh_integrate_block_ex(const nh_system *sys, const nh_options *opt, const double *t_eval,
+                          int64_t nt, const double *x0, const double *par, int64_t par_stride,
+                          int64_t lane0, int64_t count, int64_t width, double *y,
+                          int32_t *status, int64_t *stats, double *t_end, int64_t *shared_next,
+                          int dense, const nh_events *ev) {
     if (!sys || !opt || !t_eval || !x0 || !y || !status || !stats || !sys->rhs) return NH_ERR_ARG;
     if (count <= 0 || width <= 0 || nt < 1 || sys->n <= 0 || sys->npar < 0 || lane0 < 0 ||
         par_stride < 0 || count > INT64_MAX - lane0)
@@ -37,6 +46,10 @@ int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double
     if (opt->method < 0 || opt->method >= NH_N_METHODS || opt->max_steps < 1 || opt->max_iter < 1 ||
         opt->nstiff < 0)
         return NH_ERR_ARG;
+    if (dense != 0 && (dense != 1 || opt->method != NH_DOP853)) return NH_ERR_ARG;
+    if (ev && (!dense || !ev->fn || ev->nev < 1 || ev->cap < 1 || !ev->direction ||
+               !ev->terminal || !ev->t || !ev->which || !ev->y || !ev->count))
+        return NH_ERR_ARG;
     if (opt->method == NH_LEAPFROG && (sys->split <= 0 || sys->split >= sys->n)) return NH_ERR_ARG;
 
     const int64_t n = sys->n;
@@ -44,6 +57,7 @@ int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double
     if (w > NH_MAX_ELEMS) return NH_ERR_SIZE;
     const int64_t nl = (w + NH_CHUNK - 1) / NH_CHUNK * NH_CHUNK;
     if (!nh_fits(n, nl) || !nh_fits(sys->npar, nl) || !nh_fits(NH_NSTATS, nl)) return NH_ERR_SIZE;
+    if (ev && !nh_fits(ev->nev, nl)) return NH_ERR_SIZE;
     static const double no_par = 0.0;
     nh_block b;
     b.sys = sys;
@@ -72,6 +86,8 @@ int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double
     b.cnt = (int64_t *)calloc((size_t)(NH_NSTATS * nl), sizeof(int64_t));
     b.call0 = (int64_t *)calloc((size_t)nl, sizeof(int64_t));
     b.ncalls = 0;
+    b.dense = dense;
+    b.ev = ev;
     int rc = NH_OK;
     if (!b.par || !b.x || !b.tl || !b.kout || !b.gid || !b.active || !b.cnt || !b.call0) {
         rc = NH_ERR_NOMEM;

@@ -51,6 +51,26 @@ static inline nh_vec nh_splat(double a) { return a - (nh_vec){0}; }
 #define NH_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define NH_MIN(a, b) ((a) < (b) ? (a) : (b))
 
+/* Events located on DOP853's continuous extension (needs dense output): g = fn(t, x, par),
+ * nev values per lane in the kernel ABI (out[j * stride + l]). Event j fires where g_j changes
+ * sign over an accepted step in its direction (+1: from < 0 to >= 0, -1: from > 0 to <= 0,
+ * 0: either); its time is found on the step's interpolant by a bracketing (Illinois /
+ * bisection) iteration to round-off. Records go to t/which/y of the trajectory in time order,
+ * at most cap of them (count[g] counts all); a terminal event ends its trajectory there (status
+ * OK, t_end the event time, later outputs NaN). */
+typedef struct nh_events {
+    nh_kernel_fn fn;
+    void *ctx;
+    int64_t nev;
+    const int32_t *direction; /* [nev] */
+    const int32_t *terminal;  /* [nev] */
+    int64_t cap;              /* records kept per trajectory (>= 1) */
+    double *t;                /* [ntraj][cap] event times */
+    int32_t *which;           /* [ntraj][cap] event index */
+    double *y;                /* [ntraj][cap][n] states at the events */
+    int64_t *count;           /* [ntraj] events found (may exceed cap) */
+} nh_events;
+
 struct nh_block {
     const nh_system *sys;
     const nh_options *opt;
@@ -80,6 +100,9 @@ struct nh_block {
     int64_t *cnt;    /* [NH_NSTATS][nl] block-local counters, added to stats at the end */
     int64_t ncalls;  /* vector-field calls made for all active slots (see nh_rhs) */
     int64_t *call0;  /* [nl] ncalls when the slot took its trajectory */
+    int dense;       /* DOP853: output times from the continuous extension, steps not
+                        shortened to them (only to the last one); see nh_integrate_block_ex */
+    const nh_events *ev; /* NULL, or events to locate (dense only) */
 };
 
 static inline int64_t nh_count_active(const nh_block *b) {
@@ -285,6 +308,19 @@ static inline void nh_finite_lanes(const double *v, int64_t m, int64_t nl, unsig
     for (int64_t i = 0; i < m; ++i)
         for (int64_t l = 0; l < nl; ++l) fin[l] &= (unsigned char)isfinite(v[i * nl + l]);
 }
+
+/*
+ * nh_integrate_block with core extensions: dense = 1 (method NH_DOP853 only, else NH_ERR_ARG)
+ * takes the outputs at t_eval[1..nt-2] from DOP853's continuous extension of degree 7 (three
+ * more stages on the steps that pass an output time), so the step sequence does not depend on
+ * the output times; only the step to the last output time is shortened to land on it.
+ * dense = 0 is nh_integrate_block (bit-identical). ev: NULL, or events (needs dense = 1).
+ */
+int nh_integrate_block_ex(const nh_system *sys, const nh_options *opt, const double *t_eval,
+                          int64_t nt, const double *x0, const double *par, int64_t par_stride,
+                          int64_t lane0, int64_t count, int64_t width, double *y,
+                          int32_t *status, int64_t *stats, double *t_end, int64_t *shared_next,
+                          int dense, const nh_events *ev);
 
 /*
  * One fixed step of size h from time t for every lane of the block: writes the increment

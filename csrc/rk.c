@@ -1,6 +1,7 @@
 /* Explicit Runge-Kutta schemes over a block of lanes: classical RK4 (fixed step) and the
  * embedded pairs Dormand-Prince 5(4) and DOP853 with a step size per lane. Every inner loop
- * runs over lanes. Output times are hit exactly by shortening the step that would pass them. */
+ * runs over lanes. Output times are hit exactly by shortening the step that would pass them;
+ * with b->dense (DOP853) they come from the continuous extension instead (see dense_stages). */
 #include "nh_block.h"
 #include "tableaux.h"
 
@@ -143,6 +144,181 @@ static int initial_step(nh_block *b, const nh_pair *p, const unsigned char *fres
     return NH_OK;
 }
 
+/* DOP853's continuous extension on the accepted steps of the lanes in `need` (the step from
+ * told to b->tl with size hu, old state b->x, new state xn, K[0..12] its stages, K[12] =
+ * f(t+h, xn)): the three extra stages into K[13..15] (counted for `need` only, so a lane's
+ * counters do not depend on its neighbours), then the polynomial coefficients F[0..6] (see
+ * tableaux.h). Uses xs and tt as scratch. */
+static int dense_stages(nh_block *b, double *const *K, double *const *F, const double *xn,
+                        const double *hu, const double *told, const unsigned char *need,
+                        double (*cx)[DOP853_SX], int (*ix)[DOP853_SX], const int *nx, double *xs,
+                        double *tt) {
+    const int64_t n = b->n, nl = b->nl;
+    const int S = DOP853_S;
+    for (int r = 0; r < 3; ++r) {
+        nh_stage(n, nl, xs, b->x, hu, cx[r], ix[r], nx[r], K);
+        for (int64_t l = 0; l < nl; ++l) tt[l] = told[l] + DOP853_CX[r] * hu[l];
+        const int rc = nh_rhs_for(b, tt, xs, K[S + 1 + r], need);
+        if (rc != NH_OK) return rc;
+    }
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t l = 0; l < nl; ++l) {
+            const int64_t o = i * nl + l;
+            const double d = xn[o] - b->x[o];
+            F[0][o] = d;
+            F[1][o] = hu[l] * K[0][o] - d;
+            F[2][o] = 2.0 * d - hu[l] * (K[S][o] + K[0][o]);
+        }
+    for (int k = 0; k < 4; ++k)
+        for (int64_t i = 0; i < n; ++i)
+            for (int64_t l0 = 0; l0 < nl; l0 += NH_CHUNK) {
+                const int64_t o = i * nl + l0;
+                double acc[NH_CHUNK];
+                nh_wsum(acc, DOP853_D + k * DOP853_SX, DOP853_SX, K, o);
+                for (int c = 0; c < NH_CHUNK; ++c) F[3 + k][o + c] = hu[l0 + c] * acc[c];
+            }
+    return NH_OK;
+}
+
+/* The continuous extension of lane l at theta (0..1 over the step): out[i * stride]. */
+static inline void dense_at(const nh_block *b, double *const *F, int64_t l, double th,
+                            double *out, int64_t stride) {
+    const int64_t n = b->n, nl = b->nl;
+    const double th1 = 1.0 - th;
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t o = i * nl + l;
+        double v = F[6][o] * th;
+        v = (v + F[5][o]) * th1;
+        v = (v + F[4][o]) * th;
+        v = (v + F[3][o]) * th1;
+        v = (v + F[2][o]) * th;
+        v = (v + F[1][o]) * th1;
+        v = (v + F[0][o]) * th;
+        out[i * stride] = b->x[o] + v;
+    }
+}
+
+/* Scratch of the event search (see nh_events). */
+typedef struct {
+    double *g0, *g1, *gt, *root;                /* [nev][nl] */
+    double *a, *bb, *fa, *fb, *th, *te, *tstop; /* [nl] */
+    double *xe;                                 /* [n][nl] */
+    unsigned char *srch, *cross, *stop;         /* [nl] */
+    signed char *side;                          /* [nl] */
+} ev_work;
+
+/* Whether g crosses zero from g0 to g1 in direction d (+1 rising, -1 falling, 0 either). */
+static inline int ev_crossing(double g0, double g1, int32_t d) {
+    const int up = g0 < 0.0 && g1 >= 0.0, down = g0 > 0.0 && g1 <= 0.0;
+    return d > 0 ? up : d < 0 ? down : (up || down);
+}
+
+/* Locate the events of the lanes in w->cross on the continuous extension (F) of their accepted
+ * steps, in lockstep over lanes: bracket [a, bb] in theta, Illinois steps with a bisection
+ * every third iteration, until the bracket is a few ulps of t wide; the root is the end past
+ * the crossing. Then record the events of each lane in time order, up to and including its
+ * first terminal one (w->stop, w->tstop). */
+static int ev_locate(nh_block *b, const nh_events *ev, double *const *F, const double *hu,
+                     const double *told, const double *xn, ev_work *w) {
+    const int64_t n = b->n, nl = b->nl, nev = ev->nev;
+    const double eps = 2.220446049250313e-16;
+    memcpy(w->xe, xn, sizeof(double) * (size_t)(n * nl));
+    for (int64_t l = 0; l < nl; ++l) w->te[l] = b->tl[l];
+    for (int64_t j = 0; j < nev; ++j) {
+        double *g0 = w->g0 + j * nl, *g1 = w->g1 + j * nl, *root = w->root + j * nl;
+        int64_t ns = 0;
+        for (int64_t l = 0; l < nl; ++l) {
+            root[l] = NAN;
+            w->srch[l] = (unsigned char)(w->cross[l] && ev_crossing(g0[l], g1[l], ev->direction[j]));
+            if (!w->srch[l]) continue;
+            w->a[l] = 0.0;
+            w->bb[l] = 1.0;
+            w->fa[l] = g0[l];
+            w->fb[l] = g1[l];
+            w->side[l] = 0;
+            ++ns;
+        }
+        for (int it = 0; ns > 0; ++it) {
+            for (int64_t l = 0; l < nl; ++l) {
+                if (!w->srch[l]) continue;
+                const double a = w->a[l], c = w->bb[l];
+                double th = 0.5 * (a + c);
+                if (it % 3 != 2 && w->fb[l] != w->fa[l]) {
+                    const double s = (a * w->fb[l] - c * w->fa[l]) / (w->fb[l] - w->fa[l]);
+                    if (s > a && s < c) th = s;
+                }
+                w->th[l] = th;
+                w->te[l] = told[l] + th * hu[l];
+                dense_at(b, F, l, th, w->xe + l, nl);
+            }
+            const int rc = ev->fn(ev->ctx, w->te, w->xe, b->par, w->gt, b->nw, nl);
+            if (rc != NH_OK) return rc;
+            for (int64_t l = 0; l < nl; ++l) {
+                if (!w->srch[l]) continue;
+                const double f = w->gt[j * nl + l], th = w->th[l];
+                if (f == 0.0 || !isfinite(f)) {
+                    w->a[l] = w->bb[l] = th;
+                } else if ((f < 0.0) == (w->fa[l] < 0.0)) {
+                    w->a[l] = th;
+                    w->fa[l] = f;
+                    if (w->side[l] == -1) w->fb[l] *= 0.5;
+                    w->side[l] = -1;
+                } else {
+                    w->bb[l] = th;
+                    w->fb[l] = f;
+                    if (w->side[l] == 1) w->fa[l] *= 0.5;
+                    w->side[l] = 1;
+                }
+                const double tsc = NH_MAX(fabs(told[l]), fabs(told[l] + hu[l]));
+                if ((w->bb[l] - w->a[l]) * fabs(hu[l]) <= 4.0 * eps * tsc ||
+                    w->bb[l] - w->a[l] <= 4.0 * eps || it >= 300) {
+                    root[l] = w->bb[l];
+                    w->srch[l] = 0;
+                    --ns;
+                }
+            }
+        }
+    }
+    /* records in time order (ties: lower index first), up to the first terminal event */
+    for (int64_t l = 0; l < nl; ++l) {
+        w->stop[l] = 0;
+        if (!w->cross[l]) continue;
+        const int64_t g = b->gid[l];
+        double lt = -1.0;
+        int64_t lj = -1;
+        for (;;) {
+            int64_t jb = -1;
+            double tb = 0.0;
+            for (int64_t j = 0; j < nev; ++j) {
+                const double r = w->root[j * nl + l];
+                if (!(r >= 0.0)) continue; /* NaN: none */
+                if (r < lt || (r == lt && j <= lj)) continue;
+                if (jb < 0 || r < tb) {
+                    jb = j;
+                    tb = r;
+                }
+            }
+            if (jb < 0) break;
+            lt = tb;
+            lj = jb;
+            const double te = tb == 1.0 ? b->tl[l] : told[l] + tb * hu[l];
+            const int64_t c = ev->count[g];
+            if (c < ev->cap) {
+                ev->t[g * ev->cap + c] = te;
+                ev->which[g * ev->cap + c] = (int32_t)jb;
+                dense_at(b, F, l, tb, ev->y + (g * ev->cap + c) * n, 1);
+            }
+            ev->count[g] = c + 1;
+            if (ev->terminal[jb]) {
+                w->stop[l] = 1;
+                w->tstop[l] = te;
+                break;
+            }
+        }
+    }
+    return NH_OK;
+}
+
 NH_CLONES int nh_run_adaptive(nh_block *b) {
     const nh_options *o = b->opt;
     const int dp5 = o->method == NH_DOPRI5;
@@ -167,26 +343,65 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
     /* Stiffness test (see NH_LANE_STIFF): the pair's bound on h*|lambda|, Hairer's values. */
     const double stiff_bound = dp5 ? 3.25 : 6.1;
     const int64_t nstiff = o->nstiff;
+    const int dense = b->dense && !dp5;
+    const nh_events *ev = dense ? b->ev : NULL;
+    const int64_t nev = ev ? ev->nev : 0;
 
     /* K[0..S]: stage derivatives (K[S] = FSAL), xs, xn, then per-lane arrays. */
-    const size_t nbuf = (size_t)((S + 3) * m + 11 * nl);
+    /* dense: K[S+1..S+3] (extra stages), F[0..6], told (nl) */
+    const size_t nbuf = (size_t)((S + 3) * m + 11 * nl + (dense ? 10 * m + nl : 0));
     double *buf = (double *)calloc(nbuf, sizeof(double)); /* zero: padding slots stay finite */
-    unsigned char *flags = (unsigned char *)malloc((size_t)(3 * nl));
+    unsigned char *flags = (unsigned char *)malloc((size_t)(4 * nl));
     int64_t *stiffc = (int64_t *)calloc((size_t)(2 * nl), sizeof(int64_t));
-    if (!buf || !flags || !stiffc) {
+    /* events: g0, g1, gt, root ([nev][nl] each), 7 nl, xe; 4 nl flags */
+    double *evbuf = ev ? (double *)calloc((size_t)(4 * nev * nl + 7 * nl + m), sizeof(double)) : NULL;
+    unsigned char *evflags = ev ? (unsigned char *)calloc((size_t)(4 * nl), 1) : NULL;
+    if (!buf || !flags || !stiffc || (ev && (!evbuf || !evflags))) {
         free(buf);
         free(flags);
         free(stiffc);
+        free(evbuf);
+        free(evflags);
         return NH_ERR_NOMEM;
     }
-    double *K[13];
+    ev_work w;
+    memset(&w, 0, sizeof w);
+    if (ev) {
+        w.g0 = evbuf;
+        w.g1 = w.g0 + nev * nl;
+        w.gt = w.g1 + nev * nl;
+        w.root = w.gt + nev * nl;
+        w.a = w.root + nev * nl;
+        w.bb = w.a + nl;
+        w.fa = w.bb + nl;
+        w.fb = w.fa + nl;
+        w.th = w.fb + nl;
+        w.te = w.th + nl;
+        w.tstop = w.te + nl;
+        w.xe = w.tstop + nl;
+        w.srch = evflags;
+        w.cross = evflags + nl;
+        w.stop = evflags + 2 * nl;
+        w.side = (signed char *)(evflags + 3 * nl);
+    }
+    double *K[DOP853_SX];
     for (int s = 0; s <= S; ++s) K[s] = buf + (size_t)s * m;
     double *xs = buf + (size_t)(S + 1) * m, *xn = xs + m;
     double *h = xn + m, *hu = h + nl, *tt = hu + nl, *err = tt + nl, *acc = err + nl; /* acc: 3 nl */
     double *target = acc + 3 * nl, *hprop = target + nl;
     double *stnum = hprop + nl, *stden = stnum + nl; /* stiffness test: |dK|^2, |dY|^2 */
     int64_t *iasti = stiffc, *nonsti = stiffc + nl;  /* estimates above / below the bound */
-    unsigned char *hit = flags, *fin = flags + nl, *fresh = flags + 2 * nl;
+    unsigned char *hit = flags, *fin = flags + nl, *fresh = flags + 2 * nl, *need = flags + 3 * nl;
+    double *F[7], *told = NULL;
+    double cx[3][DOP853_SX];
+    int ix[3][DOP853_SX], nx[3];
+    if (dense) {
+        double *e = stden + nl;
+        for (int r = 0; r < 3; ++r) K[S + 1 + r] = e + (size_t)r * m;
+        for (int k = 0; k < 7; ++k) F[k] = e + (size_t)(3 + k) * m;
+        told = e + 10 * m;
+        for (int r = 0; r < 3; ++r) nx[r] = nh_sparse_row(DOP853_AX + r * DOP853_SX, S + 1 + r, cx[r], ix[r]);
+    }
     int rc = NH_OK;
     /* Nonzero coefficients of each row of A and of B (DOP853's A is one third zeros). */
     double ca[13][13];
@@ -209,6 +424,12 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
                 for (int64_t i = 0; i < n; ++i)
                     for (int64_t l = 0; l < nl; ++l)
                         K[0][i * nl + l] = fresh[l] ? K[S][i * nl + l] : K[0][i * nl + l];
+                if (ev) { /* g at the initial states */
+                    rc = ev->fn(ev->ctx, b->tl, b->x, b->par, w.gt, b->nw, nl);
+                    if (rc != NH_OK) break;
+                    for (int64_t j = 0; j < nev * nl; ++j)
+                        if (fresh[j % nl]) w.g0[j] = w.gt[j];
+                }
                 nh_finite_lanes(b->x, n, nl, fin);
                 nh_finite_lanes(K[0], n, nl, hit);
                 for (int64_t l = 0; l < nl; ++l)
@@ -239,7 +460,7 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
                 hu[l] = 0.0;
                 continue;
             }
-            target[l] = b->t_eval[b->kout[l]];
+            target[l] = b->t_eval[dense ? b->nt - 1 : b->kout[l]];
             const double rest = target[l] - b->tl[l];
             hu[l] = h[l];
             if (fabs(h[l]) >= fabs(rest) * (1.0 - 1e-12)) {
@@ -265,6 +486,8 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
         nh_finite_lanes(K[S], n, nl, fin);
 
         /* Accept or reject, lane by lane. */
+        if (dense)
+            for (int64_t l = 0; l < nl; ++l) told[l] = b->tl[l];
         for (int64_t l = 0; l < nl; ++l) {
             if (!b->active[l]) continue;
             const double e = err[l];
@@ -308,6 +531,50 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
                 }
             }
         }
+        if (dense) { /* outputs and events inside the accepted steps, from the extension */
+            int64_t any = 0, anyev = 0;
+            if (ev) { /* g at the ends of the steps */
+                rc = ev->fn(ev->ctx, b->tl, xn, b->par, w.g1, b->nw, nl);
+                if (rc != NH_OK) goto done;
+            }
+            for (int64_t l = 0; l < nl; ++l) {
+                const int acc_l = b->active[l] && hit[l];
+                unsigned char cr = 0;
+                for (int64_t j = 0; j < nev && acc_l && !cr; ++j)
+                    cr = (unsigned char)ev_crossing(w.g0[j * nl + l], w.g1[j * nl + l], ev->direction[j]);
+                if (ev) {
+                    w.cross[l] = cr;
+                    w.stop[l] = 0;
+                }
+                need[l] = (unsigned char)(acc_l && (cr || (b->kout[l] < b->nt &&
+                                                          dir * (b->tl[l] - b->t_eval[b->kout[l]]) > 0.0)));
+                any += need[l];
+                anyev += cr;
+            }
+            if (any) {
+                rc = dense_stages(b, K, F, xn, hu, told, need, cx, ix, nx, xs, tt);
+                if (rc != NH_OK) goto done;
+            }
+            if (anyev) {
+                rc = ev_locate(b, ev, F, hu, told, xn, &w);
+                if (rc != NH_OK) goto done;
+            }
+            for (int64_t l = 0; l < nl; ++l) {
+                if (!need[l]) continue;
+                const int st = ev && w.stop[l];
+                const double tlim = st ? w.tstop[l] : b->tl[l];
+                while (b->kout[l] < b->nt) {
+                    const double tk = b->t_eval[b->kout[l]];
+                    if (!(dir * (tlim - tk) > 0.0 || (st && tk == tlim))) break;
+                    dense_at(b, F, l, (tk - told[l]) / hu[l],
+                             b->y + (b->gid[l] * b->nt + b->kout[l]) * n, 1);
+                    b->kout[l] += 1;
+                }
+            }
+            if (ev)
+                for (int64_t j = 0; j < nev * nl; ++j)
+                    if (b->active[j % nl] && hit[j % nl]) w.g0[j] = w.g1[j];
+        }
         for (int64_t i = 0; i < n; ++i)
             for (int64_t l = 0; l < nl; ++l) {
                 const int acc_l = hit[l] != 0;
@@ -320,7 +587,28 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
                 ++idle;
                 continue;
             }
-            if (hit[l] == 2) {
+            if (ev && w.stop[l]) { /* a terminal event ended the trajectory */
+                b->tl[l] = w.tstop[l];
+                for (int64_t k = b->kout[l]; k < b->nt; ++k) {
+                    double *row = b->y + (b->gid[l] * b->nt + k) * n;
+                    for (int64_t i = 0; i < n; ++i) row[i] = NAN;
+                }
+                b->kout[l] = b->nt;
+                nh_retire(b, l);
+                ++idle;
+                continue;
+            }
+            if (dense) { /* output times the step ended on exactly (the last one always) */
+                while (hit[l] && b->kout[l] < b->nt && b->t_eval[b->kout[l]] == b->tl[l]) {
+                    nh_store(b, l, b->kout[l]);
+                    b->kout[l] += 1;
+                }
+                if (b->kout[l] >= b->nt) {
+                    nh_retire(b, l);
+                    ++idle;
+                    continue;
+                }
+            } else if (hit[l] == 2) {
                 nh_store(b, l, b->kout[l]);
                 b->kout[l] += 1;
                 if (b->kout[l] >= b->nt) {
@@ -346,5 +634,7 @@ done:
     free(buf);
     free(flags);
     free(stiffc);
+    free(evbuf);
+    free(evflags);
     return rc;
 }

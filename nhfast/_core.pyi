@@ -73,6 +73,18 @@ def integrate_batch(
     block: int = 64,
     nstiff: int = 0,
     t_end: NDArray[np.float64] | None = None,
+    dense: bool = False,
+    events: tuple[
+        CapsuleType,
+        _PythonKernel | None,
+        NDArray[np.int32],
+        NDArray[np.int32],
+        NDArray[np.float64],
+        NDArray[np.int32],
+        NDArray[np.float64],
+        NDArray[np.int64],
+    ]
+    | None = None,
 ) -> None: ...
 def eval_soa(
     kernel: CapsuleType,

@@ -105,6 +105,25 @@ cdef extern from "nh_core.h":
                      int64_t rows_per_par, int64_t row0, int64_t nrows, double *out,
                      int64_t block, nh_interrupt *stop) noexcept nogil
 
+cdef extern from "nh_block.h":
+    ctypedef struct nh_events:
+        nh_kernel_fn fn
+        void *ctx
+        int64_t nev
+        const int32_t *direction
+        const int32_t *terminal
+        int64_t cap
+        double *t
+        int32_t *which
+        double *y
+        int64_t *count
+    int nh_integrate_block_ex(const nh_system *sys, const nh_options *opt, const double *t_eval,
+                              int64_t nt, const double *x0, const double *par,
+                              int64_t par_stride, int64_t lane0, int64_t count, int64_t width,
+                              double *y, int32_t *status, int64_t *stats, double *t_end,
+                              int64_t *shared_next, int dense,
+                              const nh_events *ev) noexcept nogil
+
 cdef extern from *:
     """
     #ifdef _OPENMP
@@ -413,19 +432,23 @@ cdef struct _batch:
     int64_t *stats
     double *t_end
     int64_t *shared
+    int dense
+    nh_events *ev
 
 
 cdef int _batch_item(void *args, int64_t i) noexcept nogil:
     cdef _batch *a = <_batch *>args
-    return nh_integrate_block(a.sys, a.opt, a.t_eval, a.nt, a.x0, a.par, a.par_stride, 0,
-                              a.ntraj, a.block, a.y, a.status, a.stats, a.t_end, a.shared)
+    return nh_integrate_block_ex(a.sys, a.opt, a.t_eval, a.nt, a.x0, a.par, a.par_stride, 0,
+                                 a.ntraj, a.block, a.y, a.status, a.stats, a.t_end, a.shared,
+                                 a.dense, a.ev)
 
 
 def integrate_batch(object rhs, object ctx, n, npar, split, method,
                     const double[::1] t_eval, const double[:, ::1] x0, const double[:, ::1] par,
                     double[:, :, ::1] y, int32_t[::1] status, int64_t[:, ::1] stats,
                     double rtol, double atol, double h, double hmax, max_steps,
-                    double tol, max_iter, threads=1, block=64, nstiff=0, t_end=None):
+                    double tol, max_iter, threads=1, block=64, nstiff=0, t_end=None,
+                    dense=False, events=None):
     """Integrate every lane of a batch; see ``nhfast.integrate`` for the meaning of each field.
 
     ``par`` has one row per lane, or a single row that is broadcast. Each thread runs one
@@ -441,6 +464,18 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     reached: its final output time, or where it failed (adaptive: the last accepted step;
     fixed-step: the last output time reached).
 
+    ``dense`` (method DOP853 only): the outputs between the first and the last output time
+    come from DOP853's continuous extension of degree 7 (Hairer, Norsett & Wanner, Solving
+    ODEs I, II.6), so the steps do not depend on the output times; otherwise every step that
+    would pass an output time is shortened to land on it.
+
+    ``events`` (needs ``dense``): None, or ``(kernel, ctx, direction, terminal, t, which, y,
+    count)``: a kernel capsule of g(t, x, par) with ``nev`` outputs, int32 arrays
+    ``direction`` and ``terminal`` of ``nev`` entries, and the outputs ``t`` (float64,
+    ``(ntraj, cap)``), ``which`` (int32, ``(ntraj, cap)``), ``y`` (float64, ``(ntraj, cap,
+    n)``) and ``count`` (int64, ``(ntraj,)``, zero on entry). Each trajectory's events are
+    recorded in time order (at most ``cap``; ``count`` counts all), a terminal one ends it.
+
     Raises ``ValueError`` naming the argument for an integer out of range or inconsistent
     shapes; on a signal whose handler raises (Ctrl-C), every thread stops after its current
     step and the handler's exception (``KeyboardInterrupt``) propagates.
@@ -453,6 +488,13 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     cdef int64_t nblocks
     cdef int64_t counter = 0  # the batch's next trajectory, shared by the blocks
     cdef double[::1] tend
+    cdef nh_events ev
+    cdef const int32_t[::1] ev_dir
+    cdef const int32_t[::1] ev_term
+    cdef double[:, ::1] ev_t
+    cdef int32_t[:, ::1] ev_which
+    cdef double[:, :, ::1] ev_y
+    cdef int64_t[::1] ev_count
     sys.n = _int_arg(n, "n", 1, _INT32_MAX)
     sys.npar = _int_arg(npar, "npar", 0, _INT32_MAX)
     sys.split = _int_arg(split, "split", 0, _INT32_MAX)
@@ -462,6 +504,34 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     a.block = _int_arg(block, "block", 1, _INT32_MAX)
     opt.nstiff = _int_arg(nstiff, "nstiff", 0, _INT64_MAX)
     _int_arg(threads, "threads", 1, _INT32_MAX)
+    a.dense = 1 if dense else 0
+    if a.dense and opt.method != NH_DOP853:
+        raise ValueError("dense output is implemented for the DOP853 method only")
+    a.ev = NULL
+    if events is not None and x0.shape[0] > 0 and t_eval.shape[0] > 0:
+        if not a.dense:
+            raise ValueError("events are located on the dense output: they need dense=True")
+        ev_kernel, ev_ctx, ev_dir, ev_term, ev_t, ev_which, ev_y, ev_count = events
+        ev.nev = ev_dir.shape[0]
+        ev.cap = ev_t.shape[1]
+        if ev.nev < 1 or ev_term.shape[0] != ev.nev:
+            raise ValueError("events: direction and terminal need one entry per event")
+        if (ev.cap < 1 or ev_t.shape[0] != x0.shape[0] or ev_which.shape[0] != x0.shape[0]
+                or ev_which.shape[1] != ev.cap or ev_y.shape[0] != x0.shape[0]
+                or ev_y.shape[1] != ev.cap or ev_y.shape[2] != sys.n
+                or ev_count.shape[0] != x0.shape[0]):
+            raise ValueError("events: output arrays have the wrong shape")
+        if ev_ctx is not None:
+            raise ValueError("events: the event function must be a compiled kernel")
+        ev.fn = _unwrap(ev_kernel)
+        ev.ctx = NULL
+        ev.direction = &ev_dir[0]
+        ev.terminal = &ev_term[0]
+        ev.t = &ev_t[0, 0]
+        ev.which = &ev_which[0, 0]
+        ev.y = &ev_y[0, 0, 0]
+        ev.count = &ev_count[0]
+        a.ev = &ev
     if t_end is not None:
         tend = t_end
         if tend.shape[0] != ntraj:

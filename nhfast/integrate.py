@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+import sympy as sp
 
 from nhfast import _abi
 from nhfast._cache import memo
@@ -36,6 +38,28 @@ NSTIFF = 1000
 
 
 @dataclass
+class EventRecord:
+    """Events found along each trajectory (see ``events`` of :func:`integrate`).
+
+    Attributes
+    ----------
+    t : ndarray, shape (n_traj, max_events)
+        Event times in time order per trajectory (NaN after the last one).
+    which : ndarray of int32, shape (n_traj, max_events)
+        Index of the event function of each record (-1 after the last one).
+    y : ndarray, shape (n_traj, max_events, n_state)
+        States at the events (from the continuous extension).
+    count : ndarray of int64, shape (n_traj,)
+        Events found per trajectory; above ``max_events`` only the first ones are kept.
+    """
+
+    t: np.ndarray
+    which: np.ndarray
+    y: np.ndarray
+    count: np.ndarray
+
+
+@dataclass
 class IntegrationResult:
     """Trajectories of a batch.
 
@@ -52,9 +76,12 @@ class IntegrationResult:
         ``steps``, ``rhs_evals``, ``rejected``, ``iterations`` per trajectory.
     method : str
     t_reached : ndarray of float, shape (n_traj,), optional
-        Time each trajectory reached: the last output time when it finished; after a failure,
-        the time of the last accepted step (adaptive methods) or the last output time reached
-        (fixed-step methods). None where the integrator does not report it.
+        Time each trajectory reached: the last output time when it finished (the time of its
+        terminal event when one stopped it); after a failure, the time of the last accepted
+        step (adaptive methods) or the last output time reached (fixed-step methods). None
+        where the integrator does not report it.
+    events : EventRecord, optional
+        Events found (when ``events`` were given).
     """
 
     t: np.ndarray
@@ -64,6 +91,7 @@ class IntegrationResult:
     method: str
     observables: dict[str, np.ndarray] = field(default_factory=dict)
     t_reached: np.ndarray | None = None
+    events: EventRecord | None = None
 
     @property
     def success(self) -> bool:
@@ -150,6 +178,9 @@ def integrate(
     keep_failed: bool = False,
     block: int = 64,
     stiffness_check: bool = True,
+    dense: bool = False,
+    events: Any = None,
+    max_events: int = 100,
 ) -> IntegrationResult:
     """Integrate a batch of trajectories of ``system`` in the compiled core.
 
@@ -203,6 +234,26 @@ def integrate(
         consecutive ones below in between, declare stiffness. The test runs from every
         1000th accepted step on (Hairer's NSTIFF) and only reads the stages: results of the
         trajectories it does not stop are bit-identical with the check on or off.
+    dense : bool
+        ``method="dop853"`` only: take the states at the output times between ``t_eval[0]``
+        and ``t_eval[-1]`` from DOP853's continuous extension (a polynomial of degree 7 per
+        step from three more stages; Hairer, Norsett & Wanner, Solving ODEs I, II.6) instead
+        of shortening the steps to land on them. The steps then do not depend on the output
+        times (only the last step is shortened to end on ``t_eval[-1]``), many output times
+        cost little, and the values agree with ``dense=False`` to the tolerance. Default
+        False: every step that would pass an output time is shortened to it.
+    events : sequence of (expr, direction, terminal), optional
+        Needs ``dense=True``. ``expr``: a SymPy expression in the states, parameters (and the
+        time symbol) or the name of one of the system's observables; an event fires where it
+        crosses zero over a step, rising (``direction`` +1: from < 0 to >= 0), falling (-1)
+        or either way (0), in the order of integration. Event times are located on the
+        continuous extension to round-off (bracketing Illinois/bisection iterations per
+        lane); the records go to ``result.events`` (:class:`EventRecord`). A ``terminal``
+        event ends its trajectory there (status 0, ``t_reached`` the event time, later output
+        rows NaN); the other trajectories go on. Two roots of the same function within one
+        step are not seen.
+    max_events : int
+        Event records kept per trajectory.
 
     Returns
     -------
@@ -260,6 +311,15 @@ def integrate(
                 count = f"{nsteps:.0f}" if nsteps < 1e15 else f"{nsteps:.3g}"
                 raise ValueError(f"h={h0:g} needs {count} steps, more than max_steps={max_steps}")
     hm = 0.0 if hmax is None else positive(hmax, "hmax")
+    if not isinstance(dense, (bool, np.bool_)):
+        raise TypeError(f"dense must be True or False, got {type(dense).__name__}")
+    if dense and method != "dop853":
+        raise ValueError(
+            f"dense=True needs method='dop853' (its continuous extension), got {method!r}"
+        )
+    ev_spec = None if events is None else _event_spec(system, events, bool(dense))
+    if ev_spec is not None:
+        _positive_ints(max_events=max_events)
     if not isinstance(stiffness_check, (bool, np.bool_)):
         raise TypeError(
             f"stiffness_check must be True or False, got {type(stiffness_check).__name__}"
@@ -277,10 +337,22 @@ def integrate(
     t_reached.fill(t[0])
     split = system.split or 0
     nstiff = NSTIFF if stiffness_check and method in ADAPTIVE else 0
+    record = None
+    ev_args = None
+    if ev_spec is not None:
+        ev_cap, ev_ctx = _event_kernel(system, ev_spec[0])
+        record = EventRecord(
+            t=np.full((ntraj, max_events), np.nan),
+            which=np.full((ntraj, max_events), -1, dtype=np.int32),
+            y=np.full((ntraj, max_events, n), np.nan),
+            count=np.zeros(ntraj, dtype=np.int64),
+        )
+        ev_args = (ev_cap, ev_ctx, ev_spec[1], ev_spec[2], record.t, record.which, record.y,
+                   record.count)  # fmt: skip
     _core.integrate_batch(
         cap, ctx, n, npar, split, METHODS[method], t, x, par, y, status, stats,
         rtol, atol, h0, hm, int(max_steps), tol, int(max_iter), int(threads), int(block),
-        nstiff=nstiff, t_end=t_reached,
+        nstiff=nstiff, t_end=t_reached, dense=bool(dense), events=ev_args,
     )  # fmt: skip
     res = IntegrationResult(
         t=t,
@@ -289,12 +361,69 @@ def integrate(
         stats=dict(zip(_STATS, stats.T.copy(), strict=True)),
         method=method,
         t_reached=t_reached,
+        events=record,
     )
     if wanted:
         res.observables = _observables(cs, list(system.observables), res, par, threads)
     if np.count_nonzero(status):
         report_failures(res, status != 0, keep_failed)
     return res
+
+
+def _event_spec(
+    system: VectorField, events: Any, dense: bool
+) -> tuple[list[sp.Expr], np.ndarray, np.ndarray]:
+    """Check ``events``; returns (expressions, direction int32, terminal int32)."""
+    if not dense:
+        raise ValueError("events are located on the continuous extension: they need dense=True")
+    try:
+        items = [tuple(e) for e in events]
+    except TypeError:
+        raise TypeError("events must be a sequence of (expr, direction, terminal)") from None
+    if not items or any(len(e) != 3 for e in items):
+        raise ValueError("events must be a non-empty sequence of (expr, direction, terminal)")
+    known = {*system.states, *system.params, *([system.time] if system.time is not None else [])}
+    exprs, dirs, terms = [], [], []
+    for k, (expr, direction, terminal) in enumerate(items):
+        if isinstance(expr, str):
+            obs = system.observables or {}
+            if expr not in obs:
+                raise ValueError(f"events[{k}]: {expr!r} is not an observable of the system")
+            expr = obs[expr]
+        try:
+            expr = sp.sympify(expr)
+        except (sp.SympifyError, TypeError):
+            raise TypeError(f"events[{k}]: expected a SymPy expression, got {expr!r}") from None
+        if not isinstance(expr, sp.Expr) or not expr.free_symbols <= known:
+            raise ValueError(
+                f"events[{k}]: the expression must use only states, parameters and time: {expr}"
+            )
+        if direction not in (-1, 0, 1) or isinstance(direction, bool):
+            raise ValueError(f"events[{k}]: direction must be -1, 0 or +1, got {direction!r}")
+        if not isinstance(terminal, (bool, np.bool_)):
+            raise TypeError(f"events[{k}]: terminal must be True or False, got {terminal!r}")
+        exprs.append(expr)
+        dirs.append(int(direction))
+        terms.append(int(terminal))
+    return exprs, np.array(dirs, dtype=np.int32), np.array(terms, dtype=np.int32)
+
+
+def _event_kernel(system: VectorField, exprs: list[sp.Expr]) -> tuple[Any, Any]:
+    """The compiled kernel (capsule, ctx) of the event functions, built once per system."""
+
+    def build() -> tuple[Any, Any]:
+        field = VectorField(
+            states=system.states,
+            rhs=system.rhs,
+            params=system.params,
+            observables={f"event{j}": e for j, e in enumerate(exprs)},
+            time=system.time,
+            name=f"{system.name} events",
+            solves=system.solves,
+        )
+        return field.compile(("observables",)).kernels["observables"]
+
+    return memo(system, ("events", tuple(sp.srepr(e) for e in exprs)), build)
 
 
 def _stiff_note(res: IntegrationResult) -> str:
