@@ -46,6 +46,7 @@ from nhfast.symbolic.frames import (
     orthogonal_projector,
     reduced_metric,
 )
+from nhfast.symbolic.lie_chaplygin import lie_chaplygin_system
 from nhfast.symbolic.liegroup import (
     LieGroupSystem,
     so3_structure_constants,
@@ -95,4 +96,5 @@ __all__ = [
     "reducing_multiplier",
     "reduced_system",
     "time_changed_system",
+    "lie_chaplygin_system",
 ]

@@ -15,6 +15,12 @@ from nhfast.systems.examples import (
     two_constraint_system,
     vertical_rolling_disk,
 )
+from nhfast.systems.rigid_bodies import (
+    rigid_body,
+    rigid_body_params,
+    suslov_rigid_body,
+    veselova_rigid_body,
+)
 from nhfast.systems.rolling_disk import (
     contact_particle,
     rolling_disk_phi_heading,
@@ -24,6 +30,7 @@ from nhfast.systems.suslov_problem import suslov
 from nhfast.systems.veselova_body import (
     veselova,
     veselova_body_so3,
+    veselova_chaplygin,
     veselova_coordinates,
     veselova_embedded,
     veselova_left_trivialised,
@@ -45,6 +52,11 @@ __all__ = [
     "chaplygin_ball_density",
     "veselova",
     "veselova_left_trivialised",
+    "veselova_chaplygin",
+    "rigid_body",
+    "veselova_rigid_body",
+    "suslov_rigid_body",
+    "rigid_body_params",
     "veselova_coordinates",
     "veselova_embedded",
     "veselova_unreduced",

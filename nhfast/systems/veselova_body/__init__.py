@@ -26,7 +26,12 @@ from nhfast.systems.veselova_body.embedded import (
     veselova_structured,
 )
 from nhfast.systems.veselova_body.formulas import default_inertia
-from nhfast.systems.veselova_body.lie import veselova_body_so3, veselova_left_trivialised
+from nhfast.systems.veselova_body.lie import (
+    physical_inertia,
+    veselova_body_so3,
+    veselova_chaplygin,
+    veselova_left_trivialised,
+)
 from nhfast.systems.veselova_body.unreduced import (
     embedded_to_unreduced,
     omega_pairs,
@@ -44,6 +49,8 @@ __all__ = [
     "veselova_unreduced",
     "veselova_coordinates",
     "veselova_left_trivialised",
+    "veselova_chaplygin",
+    "physical_inertia",
     "veselova_body_so3",
     "VESELOVA_OBSERVABLES",
     "default_inertia",

@@ -1,24 +1,34 @@
-"""The Veselova body from the Lie algebra: reduced data by brackets of left-trivialised fields, and
-the body equations on ``so(3)`` as a Lie-group (Euler-Poincaré-Suslov) system."""
+"""The Veselova body from the Lie algebra: reduced data by brackets of left-trivialised fields (for
+any inertia operator), and the body equations on ``so(3)`` as a Lie-group (Euler-Poincaré-Suslov)
+system."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import sympy as sp
 
-from nhfast.symbolic._util import Simplifier, simplifier, sphere_normal, zeros3
-from nhfast.symbolic.frames import coefficients_from_pairings
+from nhfast.symbolic._util import Simplifier
+from nhfast.symbolic.lie_chaplygin import lie_chaplygin_system
 from nhfast.symbolic.liegroup import LieGroupSystem, so3_structure_constants
 from nhfast.symbolic.systems import ReducedChaplyginSystem
 from nhfast.systems._common import Potential, potential_expr
 from nhfast.systems.veselova_body.formulas import (
     chart_symbols,
     check_dimension,
+    hemisphere_gamma,
     inertia_symbols,
     killing,
     wedge,
 )
 
-__all__ = ["veselova_left_trivialised", "veselova_body_so3"]
+__all__ = [
+    "veselova_left_trivialised",
+    "veselova_chaplygin",
+    "physical_inertia",
+    "veselova_body_so3",
+]
 
 
 def veselova_left_trivialised(
@@ -32,76 +42,139 @@ def veselova_left_trivialised(
     ``Y[gamma] = -Y gamma`` (so ``Y[f(s)] = sum_k df/ds_k (-Y gamma)_k``), and the metric
     ``<<Y1, Y2>> = (A Y1 A, Y2)_kappa``, ``(x, y)_kappa = -1/2 tr(x y)``.  Lemma 4.5 and the
     closed forms (4.12)-(4.14) are *not* used, so comparing with :func:`veselova` tests them.
+    The work is done by :func:`~nhfast.symbolic.lie_chaplygin.lie_chaplygin_system` with the
+    action ``Y -> (-Y gamma)_{1..n-1}`` (which also checks that the ``X_i`` are lifts of
+    ``d/ds_i``).
 
     Parameters
     ----------
     n : int
         ``n >= 3``.
     compute_C : bool, optional
-        Solve ``C K = B`` (``LUsolve``) for ``C``; if False, ``C`` is left zero and only
-        ``K`` and ``extra["B"]`` are meaningful.  Default: True for ``n = 3`` only (the exact
-        symbolic solve is slow for ``n >= 4``; since ``K`` is invertible, checking
-        ``C K = B`` for a candidate ``C`` is equivalent and cheap).
+        Solve ``C K = B`` ((4.15)) for ``C``; if False, ``C`` is left zero and only ``K`` and
+        ``extra["B"]`` are meaningful.  Default: True for ``n = 3`` only (keeps the cost of
+        the default call low; ``C`` for ``n >= 4`` comes from the fraction-free solve of
+        :func:`~nhfast.symbolic.lie_chaplygin.pairings_solution`, a few seconds).
     simplify : bool or callable
+        Normal form for the entries (see
+        :func:`~nhfast.symbolic.lie_chaplygin.lie_chaplygin_system`).
 
     Returns
     -------
     ReducedChaplyginSystem
-        With ``extra["B"]`` (``B[i, j, l] = <<[X_i, X_j], X_l>>``) and ``extra["brackets"]``.
+        With ``extra["B"]`` (``B[i, j, l] = <<[X_i, X_j], X_l>>``), ``extra["brackets"]`` and
+        ``extra["gamma"]``.
     """
     check_dimension(n)
-    s, a = chart_symbols(n), inertia_symbols(n)
-    r = n - 1
-    if compute_C is None:
-        compute_C = n == 3
-    gn = sp.Dummy("gamma_n", positive=True)  # gamma_n as a symbol; d gamma_n/ds_k = -s_k/gamma_n
-
-    def simp(expr: sp.Expr) -> sp.Expr:
-        if simplify is True:
-            return sphere_normal(expr, s, gn)
-        return simplifier(simplify)(expr)
-
-    g = sp.Matrix([*s, gn])
+    a = inertia_symbols(n)
     A = sp.diag(*a)
-    e = [sp.eye(n)[:, i] for i in range(n)]
-    u = [e[i] - g[i] / gn * e[n - 1] for i in range(r)]
+    return veselova_chaplygin(
+        n,
+        lambda Om: A * Om * A,
+        params=a,
+        simplify=simplify,
+        name=f"veselova_lt_{n}",
+        compute_C=n == 3 if compute_C is None else compute_C,
+    )
+
+
+def physical_inertia(j: Sequence[Any]) -> Callable[[sp.Matrix], sp.Matrix]:
+    """The rigid-body inertia operator ``I(Omega) = J Omega + Omega J``, ``J = diag(j)``.
+
+    This is the physical inertia of an ``n``-dimensional rigid body with mass tensor ``J``
+    (Remark 4.2 of García-Naranjo & Marrero 2020: for ``n >= 4`` it is not of the form (4.5),
+    ``I(Omega) = A Omega A``); ``I(e_a ^ e_b) = (j_a + j_b) e_a ^ e_b``.
+
+    Parameters
+    ----------
+    j : list
+        Diagonal of ``J`` (symbols or numbers).
+
+    Returns
+    -------
+    callable
+        ``Omega -> J Omega + Omega J`` on ``n x n`` matrices.
+    """
+    J = sp.diag(*j)
+    return lambda Om: J * Om + Om * J
+
+
+def veselova_chaplygin(
+    n: int,
+    inertia: Callable[[sp.Matrix], sp.Matrix] | None = None,
+    params: Sequence[sp.Symbol] | None = None,
+    potential: Potential = None,
+    simplify: Simplifier = True,
+    name: str | None = None,
+    compute_C: bool = True,
+) -> ReducedChaplyginSystem:
+    """The Veselova body on ``SO(n)`` with any inertia operator, as a Lie-Chaplygin system.
+
+    Lifts ``X_k = gamma ^ u_k`` (4.11) in the hemisphere chart (4.9), the metric
+    ``<<Y1, Y2>> = (I(Y1), Y2)_kappa`` of the Lagrangian (4.4), the action
+    ``Y[gamma] = -Y gamma`` (so ``pi_* Y = (-Y gamma)_{1..n-1}``, Lemma B.2), passed to
+    :func:`~nhfast.symbolic.lie_chaplygin.lie_chaplygin_system`: ``K`` (4.12 for (4.5)), ``B``
+    (4.13) and ``C`` from (4.15) for any inertia, e.g. the physical one
+    (:func:`physical_inertia`) for which the paper's Theorem 4.3 does not apply.
+
+    Parameters
+    ----------
+    n : int
+        ``n >= 3``.
+    inertia : callable, optional
+        ``I(Omega)`` on ``n x n`` skew matrices, returning an ``n x n`` matrix; default
+        ``A Omega A`` (4.5) with ``A = diag(a1..an)``.
+    params : list of sympy.Symbol, optional
+        The symbols of ``inertia`` (and of the potential); default ``a1..an`` (required with a
+        symbolic custom inertia).
+    potential : callable, optional
+        ``U(gamma)``, receiving the list ``gamma(s)``.
+    simplify : bool or callable
+    name : str, optional
+    compute_C : bool, optional
+        If False, ``C`` is left zero (only ``K`` and ``extra["B"]`` are meaningful).
+
+    Returns
+    -------
+    ReducedChaplyginSystem
+        Shape ``s1..s<n-1>``; ``extra`` holds ``gamma``, ``B``, ``brackets``, ``lifts``.
+    """
+    check_dimension(n)
+    s = chart_symbols(n)
+    r = n - 1
+    if inertia is None:
+        a = inertia_symbols(n)
+        A = sp.diag(*a)
+        inertia = lambda Om: A * Om * A  # noqa: E731
+        params = a if params is None else params
+    ps = list(params or [])
+    gamma = hemisphere_gamma(s)
+    g = sp.Matrix(gamma)
+    e = sp.eye(n)
+    u = [e[:, i] - g[i] / g[n - 1] * e[:, n - 1] for i in range(r)]
     X = [wedge(g, u[i]) for i in range(r)]
 
-    def dds(Z: sp.Matrix, k: int) -> sp.Matrix:  # total derivative in s_k on the sphere
-        return Z.diff(s[k]) + Z.diff(gn) * (-s[k] / gn)
-
-    def deriv(Y: sp.Matrix, Z: sp.Matrix) -> sp.Matrix:  # Y[Z] with Y[gamma] = -Y gamma
-        dg = -Y * g
-        return sum((dds(Z, k) * dg[k] for k in range(r)), sp.zeros(n, n))
-
     def metric(Y1: sp.Matrix, Y2: sp.Matrix) -> sp.Expr:
-        return killing(A * Y1 * A, Y2)
+        return sp.expand(killing(sp.Matrix(inertia(Y1)), Y2))
 
-    K = sp.Matrix(r, r, lambda k, l_: simp(metric(X[k], X[l_])))
-    B = zeros3(r, r, r)
-    brackets = {}
-    for i in range(r):
-        for j in range(i + 1, r):
-            br = X[i] * X[j] - X[j] * X[i] + deriv(X[i], X[j]) - deriv(X[j], X[i])
-            br = br.applyfunc(simp)
-            brackets[(i, j)] = br
-            for l_ in range(r):
-                B[i, j, l_] = simp(metric(br, X[l_]))
-                B[j, i, l_] = -B[i, j, l_]
-    C = coefficients_from_pairings(K, B, simplify=simp) if compute_C else zeros3(r, r, r)
-    root = sp.sqrt(1 - sum(si**2 for si in s))
-    K = K.subs(gn, root)
-    B = B.applyfunc(lambda x: sp.sympify(x).subs(gn, root))
-    C = C.applyfunc(lambda x: sp.sympify(x).subs(gn, root))
-    brackets = {key: val.subs(gn, root) for key, val in brackets.items()}
-    return ReducedChaplyginSystem(
-        s=s,
-        K=K,
-        C=C,
-        params=a,
-        name=f"veselova_lt_{n}",
-        extra={"gamma": [*s, root], "B": B, "brackets": brackets},
+    def action(Y: sp.Matrix) -> list[sp.Expr]:
+        dg = -Y * g
+        return [dg[k] for k in range(r)]
+
+    U = potential_expr(potential, [gamma])
+    red = lie_chaplygin_system(
+        s,
+        X,
+        metric,
+        potential=U,
+        params=ps,
+        action=action,
+        simplify=simplify,
+        name=name or f"veselova_chaplygin_{n}",
+        compute_C=compute_C,
     )
+    red.extra["gamma"] = gamma
+    return red
 
 
 def veselova_body_so3(potential: Potential = None) -> LieGroupSystem:
