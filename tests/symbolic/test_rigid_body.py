@@ -23,6 +23,7 @@ from nhfast.symbolic.rigid_body.algebra import (
     Scalars,
     expand_scalar,
     expand_vector,
+    extract,
     leaf,
 )
 from nhfast.systems.rigid_bodies import (
@@ -329,3 +330,50 @@ def test_bad_descriptions_are_named() -> None:
         rb.RigidBody(4, lambda Om: Om, constraint=rb.body_fixed("u"))
     with pytest.raises(ValueError, match="unsupported matrix operation"):
         rb.RigidBody(4, lambda Om: sp.Inverse(Om)).derive()
+
+
+@pytest.mark.parametrize("constraint", [rb.space_fixed(), rb.body_fixed()])
+def test_full_mass_tensor_takes_the_dense_route(constraint: rb.Constraint) -> None:
+    """``J Om + Om J`` with a full symmetric ``J`` (a body whose principal axes are not the
+    coordinate axes): the matrix acts on the unknown, so the metric is solved densely; the
+    velocity agrees with a NumPy assembly of ``K_b + b b^T`` and energy is conserved."""
+    n = 5
+    body = rb.RigidBody(
+        n, lambda Om, J: J * Om + Om * J, [rb.symmetric("J")], constraint=constraint
+    )
+    vf = body.vector_field()
+    assert any(s.kind == "solve" for s in vf.program.statements)
+    k = vf.compile()
+    rng = np.random.default_rng(5)
+    jm = rng.normal(size=(n, n))
+    jm = jm @ jm.T / n + np.eye(n)
+    xs = _states(n, rng, 3)
+    space = constraint.kind == "space_fixed"
+    if not space:
+        xs[:, 2 * n - 1] = 0.0  # m . e_n = 0
+    f = k.evaluate("rhs", xs, params=jm.ravel())
+    for lane in range(3):
+        gm, m = xs[lane, :n], xs[lane, n:]
+        b = gm if space else np.eye(n)[-1]
+        cols = []
+        for i in range(n):
+            om = np.outer(b, np.eye(n)[i]) - np.outer(np.eye(n)[i], b)
+            cols.append(-(jm @ om + om @ jm) @ b)
+        kb = np.stack(cols, axis=1) + np.outer(b, b)
+        v = np.linalg.solve(kb, m - b * (b @ m) / (b @ b))
+        om = np.outer(b, v) - np.outer(v, b)
+        np.testing.assert_allclose(f[lane, :n], -om @ gm, atol=1e-13)
+    res = nh.integrate(vf, xs, np.linspace(0.0, 3.0, 3), params=jm.ravel(), rtol=1e-12, atol=1e-13)
+    e = res.observables["energy"]
+    assert np.max(np.abs(e - e[:, :1])) < 1e-10
+    assert np.max(np.abs(res.y[:, -1] - res.y[:, 0])) > 0.05
+
+
+def test_gradient_of_a_dot_product_through_a_matrix() -> None:
+    """``d/dw (b^T H w) = H b``: the occurrence is found in the re-rooted tree only."""
+    scalars = Scalars()
+    s = expand_scalar(g.T * H * x, scalars, {"H"})
+    (node,) = (scalars.nodes[sym] for sym in s.free_symbols)
+    (z,) = extract(node, "x")
+    env = _env(np.random.default_rng(0))
+    np.testing.assert_allclose(_node_value(z, env), env["H"] @ env["gamma"], atol=1e-12)

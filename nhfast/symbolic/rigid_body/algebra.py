@@ -139,7 +139,9 @@ def extract(node: Node, name: str) -> list[Node]:
     """
     res: list[Node] = []
     for r in _rerooted(node):
-        res += [r.without(name)] * r.group.count(name)
+        k = r.group.count(name)
+        if k:
+            res += [r.without(name)] * k
     return res
 
 
