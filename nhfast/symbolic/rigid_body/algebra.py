@@ -299,16 +299,24 @@ def _hadamard(e: HadamardProduct, symmetric: set[str]) -> Flat:
     return out
 
 
+def _split(f: tuple[Factor, ...]) -> list[tuple[Factor, ...]]:
+    """A flat chain cut at every outer product ``... v | r ...`` into its segments."""
+    cuts = [p + 1 for p in range(len(f) - 1) if f[p][0] == "v" and f[p + 1][0] == "r"]
+    bounds = [0, *cuts, len(f)]
+    return [f[bounds[k] : bounds[k + 1]] for k in range(len(bounds) - 1)]
+
+
+def _row_node(seg: tuple[Factor, ...]) -> Node:
+    """A segment ``r ... v`` (a dot product) as the node summed over the index."""
+    return _chain_node(tuple(("d" if k == "r" else k, nm) for k, nm in seg))
+
+
 def _parse_vector(f: tuple[Factor, ...]) -> tuple[Node, list[Node]]:
     """A flat vector-valued chain -> (head node, scalar nodes)."""
     if not f or f[-1][0] != "v":
         raise ValueError("internal: a vector chain must end with a column vector")
-    cuts = [p + 1 for p in range(len(f) - 1) if f[p][0] == "v" and f[p + 1][0] == "r"]
-    bounds = [0, *cuts, len(f)]
-    segs = [f[bounds[k] : bounds[k + 1]] for k in range(len(bounds) - 1)]
-    head = _chain_node(segs[0])
-    scalars = [_chain_node(tuple(("d" if k == "r" else k, nm) for k, nm in s)) for s in segs[1:]]
-    return head, scalars
+    segs = _split(f)
+    return _chain_node(segs[0]), [_row_node(seg) for seg in segs[1:]]
 
 
 def _chain_node(seg: Iterable[Factor]) -> Node:
@@ -384,13 +392,7 @@ def expand_scalar(e: Any, scalars: Scalars, symmetric: Iterable[str] = ()) -> sp
 
 def _segments(f: tuple[Factor, ...], scalars: Scalars) -> sp.Expr:
     """``f`` is ``r ... v (r ... v)*``: the product of its scalars."""
-    cuts = [p + 1 for p in range(len(f) - 1) if f[p][0] == "v" and f[p + 1][0] == "r"]
-    bounds = [0, *cuts, len(f)]
-    out = sp.Integer(1)
-    for k in range(len(bounds) - 1):
-        seg = f[bounds[k] : bounds[k + 1]]
-        out *= scalars.of(_chain_node(tuple(("d" if kk == "r" else kk, nm) for kk, nm in seg)))
-    return out
+    return sp.Mul(*[scalars.of(_row_node(seg)) for seg in _split(f)])
 
 
 def gradient(expr: sp.Expr, name: str, scalars: Scalars) -> VecPoly:
