@@ -38,10 +38,12 @@ from nhfast.codegen import (
     KernelSet,
     generate_c,
     generate_structured_c,
+    generate_taylor_c,
     kernel_set_digest,
     numpy_kernels,
     program_digest,
     structured_numpy_kernels,
+    taylor_digest,
 )
 from nhfast.errors import CompilationError
 
@@ -52,6 +54,7 @@ __all__ = [
     "c_source",
     "compile_kernels",
     "compile_recipe",
+    "compile_taylor",
     "load_compiled",
     "recipe_key",
     "source_key",
@@ -579,3 +582,79 @@ def load_compiled(
     cs = _c_system(source, shape, name, check, {"generate": 0.0})
     cs.generated = False
     return cs
+
+
+def compile_taylor(code: Code, name: str = "system") -> CompiledSystem:
+    """Generate, compile (or fetch from the cache) and load the Taylor kernel of ``code``.
+
+    The kernel (``nh_taylor``, see :func:`nhfast.codegen.generate_taylor_c`) gives the
+    normalised Taylor coefficients of the solution to any order up to
+    ``NH_TAYLOR_MAX_ORDER``; ``method="taylor"`` of :func:`nhfast.integrate` runs on it. Its
+    source is cached under a hash of the ``rhs`` (and solves) of ``code`` and the generator,
+    the library under the hash of the source, as for :func:`compile_kernels`.
+
+    Parameters
+    ----------
+    code : KernelSet or IndexedProgram
+        The system (its ``rhs`` family or output is expanded).
+    name : str
+        The system's name, written into the source's banner.
+
+    Returns
+    -------
+    CompiledSystem
+        With one kernel family, ``"taylor"`` (a capsule of type ``nh_taylor_fn``).
+
+    Raises
+    ------
+    ValueError
+        If the right-hand side uses a function the Taylor method cannot expand.
+    nhfast.errors.CompilationError
+        Without a C compiler (the Taylor method has no NumPy backend).
+    """
+    from nhfast import _core
+
+    if _jit.backend() == "numpy":
+        raise CompilationError(
+            ["cc"],
+            "method='taylor' needs a C compiler (the NumPy backend has no Taylor kernels): "
+            "set CC, or use method='dop853'",
+        )
+    shape = _shape(code)
+    t0 = time.perf_counter()
+    h = hashlib.sha256()
+    for part in ("nhfast-taylor", _generator_fingerprint(), repr(str(name)), taylor_digest(code)):
+        h.update(part.encode())
+        h.update(b"\0")
+    key = h.hexdigest()
+    source = _jit.cached_source(key)
+    generated = source is None
+    if source is None:
+        with _progress.stage(f"generating the Taylor kernel of {name!r}"):
+            source = generate_taylor_c(code, provenance={"system": name})
+        _jit.store_source(key, source, {"system": str(name), "n_state": shape["n_state"]})
+    timings = {"generate": time.perf_counter() - t0}
+    t1 = time.perf_counter()
+    lib, hit = _jit.build(
+        source, label=f"compiling the Taylor kernel of {name!r} ({len(source) // 1000} kB)"
+    )
+    timings["compile"] = time.perf_counter() - t1
+    expect = (shape["n_state"], len(shape["params"]), 0, _core.HAS["taylor"], 0)
+    if lib.info[1:] != expect:
+        raise RuntimeError(f"Taylor library {lib.path} reports {lib.info[1:]}, expected {expect}")
+    return CompiledSystem(
+        "c",
+        {"taylor": (_core.taylor_capsule(lib.address("nh_taylor")), None)},
+        {"taylor": shape["n_state"]},
+        shape["n_state"],
+        params=shape["params"],
+        key=lib.key,
+        path=lib.path,
+        cache_hit=hit,
+        timings=timings,
+        name=name,
+        source=source,
+        generated=generated,
+        flags=_core.HAS["taylor"],
+        _keepalive=lib,
+    )

@@ -203,6 +203,10 @@ class StructuredVectorField(VectorField):
         cs = compile_kernels(self.program, self.name, input_check(self))
         return built.setdefault(every, cs)
 
+    def _taylor_code(self) -> IndexedProgram:
+        """The program: its ``rhs`` output is expanded with vectors kept (``O(1)`` in ``n``)."""
+        return self.program
+
     def __getstate__(self) -> dict[str, Any]:
         """The program, name and domain, and the C source and metadata of the kernels when
         they were compiled (see :meth:`nhfast.vectorfield.VectorField.__getstate__`); not the

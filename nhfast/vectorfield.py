@@ -21,10 +21,11 @@ from nhfast._kernels import (
     InputCheck,
     compile_kernels,
     compile_recipe,
+    compile_taylor,
     load_compiled,
     recipe_key,
 )
-from nhfast.codegen import DerivSpec, KernelSet, SolveSpec, kernel_set_digest
+from nhfast.codegen import DerivSpec, IndexedProgram, KernelSet, SolveSpec, kernel_set_digest
 from nhfast.codegen.numpy_backend import numpy_rows
 from nhfast.errors import CompilationError
 
@@ -695,6 +696,30 @@ class VectorField:
                 key, shape, lambda: self.kernel_set(comps), self.name, input_check(self)
             )
         return built.setdefault(wanted, cs)
+
+    def compile_taylor(self) -> CompiledSystem:
+        """Generate, compile (or fetch from the cache) and load the Taylor kernel.
+
+        The kernel gives the normalised Taylor coefficients of the solution through a state,
+        from recurrences generated for the right-hand side's elementary operations (see
+        :func:`nhfast.codegen.generate_taylor_c`); ``nhfast.integrate(...,
+        method="taylor")`` uses it. Kept for the life of the field.
+
+        Returns
+        -------
+        nhfast._kernels.CompiledSystem
+            With the kernel family ``"taylor"``.
+
+        Raises
+        ------
+        ValueError
+            If the right-hand side uses a function the Taylor method cannot expand.
+        """
+        return memo(self, "taylor", lambda: compile_taylor(self._taylor_code(), self.name))
+
+    def _taylor_code(self) -> KernelSet | IndexedProgram:
+        """What the Taylor kernel expands: the right-hand side and its solves."""
+        return self.kernel_set(())
 
     # ---------------------------------------------------------------- pickling ----
     def __getstate__(self) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from nhfast.codegen.numpy_backend import (
     structured_numpy_kernels,
 )
 from nhfast.codegen.structured import UNROLL_MAX_N, generate_structured_c, program_digest
+from nhfast.codegen.taylor import generate_taylor_c, taylor_digest
 
 __all__ = [
     "UNROLL_MAX_N",
@@ -29,9 +30,11 @@ __all__ = [
     "StructuredNumpyKernel",
     "generate_c",
     "generate_structured_c",
+    "generate_taylor_c",
     "kernel_set_digest",
     "numpy_kernels",
     "numpy_rows",
     "program_digest",
     "structured_numpy_kernels",
+    "taylor_digest",
 ]

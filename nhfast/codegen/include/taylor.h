@@ -1,0 +1,64 @@
+/*
+ * nhfast taylor.h: recurrences for the normalised Taylor coefficients of elementary operations,
+ * used by generated Taylor kernels (nhfast/codegen/taylor.py). Shipped in
+ * nhfast/codegen/include/ with taylor_ops.h; their bytes enter the kernel cache key.
+ *
+ * A Taylor kernel evaluates a tape of elementary operations order by order: at order k every
+ * operation computes its k-th coefficient from the coefficients 0..k of its operands (the
+ * standard recurrences: Moore 1966; Jorba & Zou 2005, Exp. Math. 14). Lanes are processed in
+ * passes: of NHT_VW lanes as one GCC/Clang vector value (nht_vw: 4 lanes with AVX, else 2), or
+ * of one lane (double). The recurrences (taylor_ops.h) are instantiated for both types:
+ * nht_mul_1, nht_mul_v, ...
+ * Every lane's arithmetic is its own and in a fixed order, with no contraction into FMA
+ * (-std=c99), so a lane's results do not depend on the pass it ran in.
+ */
+#ifndef NH_TAYLOR_H
+#define NH_TAYLOR_H
+
+#include <math.h>
+#include <stdint.h>
+
+#ifndef NH_HAS_TAYLOR
+#define NH_HAS_TAYLOR 64
+#endif
+#ifndef NH_TAYLOR_MAX_ORDER
+#define NH_TAYLOR_MAX_ORDER 100
+#endif
+
+#define NHT_ROW(a, j, i) ((a).p + (j) * (a).js + (i) * (a).is)
+
+#define NHT_T double
+#define NHT(f) f##_1
+#define NHT_LANES 1
+#define NHT_ZERO 0.0
+#include "taylor_ops.h"
+#undef NHT_T
+#undef NHT
+#undef NHT_LANES
+#undef NHT_ZERO
+
+#if defined(__GNUC__) || defined(__clang__)
+#define NHT_HAVE_VEC 1
+/* NHT_VW lanes as one value, the width of the machine's vector registers (a wider generic
+ * vector is split by the compiler through memory) */
+#if defined(__AVX__)
+#define NHT_VW 4
+#else
+#define NHT_VW 2
+#endif
+typedef double nht_vw __attribute__((vector_size(NHT_VW * sizeof(double))));
+#define NHT_T nht_vw
+#define NHT(f) f##_v
+#define NHT_LANES NHT_VW
+#define NHT_ZERO ((nht_vw){0.0})
+#include "taylor_ops.h"
+#undef NHT_T
+#undef NHT
+#undef NHT_LANES
+#undef NHT_ZERO
+#else
+#define NHT_HAVE_VEC 0
+#define NHT_VW 1
+#endif
+
+#endif /* NH_TAYLOR_H */

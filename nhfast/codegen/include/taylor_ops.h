@@ -1,0 +1,232 @@
+/*
+ * nhfast taylor_ops.h: the Taylor recurrences of taylor.h for one lane type. A template:
+ * included by taylor.h once per type, with NHT_T (the lane type: double, or a vector of 8
+ * doubles), NHT(f) (the name of f for that type) and NHT_LANES defined. No include guard.
+ *
+ * Coefficient j of component i of an operand a lives at a.p[j*a.js + i*a.is] (an NHT_T: the
+ * lanes of a pass); outputs are work variables, o[j*ojs + i]. Constants have no higher
+ * coefficients: only the *c* forms and the flags below read them, and only their value.
+ */
+
+typedef struct {
+    const NHT_T *p;
+    int64_t js, is;
+} NHT(nht_in);
+
+/* o^[k] = c * a^[k], c a constant. */
+static inline void NHT(nht_cmul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) c,
+                                 NHT(nht_in) a) {
+    for (int64_t i = 0; i < nc; ++i) o[k * ojs + i] = c.p[i * c.is] * NHT_ROW(a, k, i)[0];
+}
+
+/* o^[k] = s * a^[k], s a number (the first term of a linear combination). */
+static inline void NHT(nht_scale)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, double s,
+                                  NHT(nht_in) a) {
+    for (int64_t i = 0; i < nc; ++i) o[k * ojs + i] = s * NHT_ROW(a, k, i)[0];
+}
+
+/* o^[k] += s * a^[k] (further terms). */
+static inline void NHT(nht_axpy)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, double s,
+                                 NHT(nht_in) a) {
+    if (s == 1.0)
+        for (int64_t i = 0; i < nc; ++i) o[k * ojs + i] += NHT_ROW(a, k, i)[0];
+    else if (s == -1.0)
+        for (int64_t i = 0; i < nc; ++i) o[k * ojs + i] -= NHT_ROW(a, k, i)[0];
+    else
+        for (int64_t i = 0; i < nc; ++i) o[k * ojs + i] += s * NHT_ROW(a, k, i)[0];
+}
+
+/* o^[0] += c (the constant term of a sum; at k = 0 only). */
+static inline void NHT(nht_addc)(int64_t nc, NHT_T *o, NHT(nht_in) c) {
+    for (int64_t i = 0; i < nc; ++i) o[i] += c.p[i * c.is];
+}
+
+/* sum_{j=j0..j1} w(j) a^[j] b^[m-j] for component i, w(j) = 1 or j (weighted): four partial
+ * sums (independent chains for the processor; a fixed order, the same for every lane type). */
+static inline NHT_T NHT(nht_dot)(int64_t j0, int64_t j1, int64_t m, int64_t i, NHT(nht_in) a,
+                                 NHT(nht_in) b, int weighted) {
+    NHT_T s0 = NHT_ZERO, s1 = NHT_ZERO, s2 = NHT_ZERO, s3 = NHT_ZERO;
+    int64_t j = j0;
+    if (weighted) {
+        for (; j + 3 <= j1; j += 4) {
+            s0 += (double)j * NHT_ROW(a, j, i)[0] * NHT_ROW(b, m - j, i)[0];
+            s1 += (double)(j + 1) * NHT_ROW(a, j + 1, i)[0] * NHT_ROW(b, m - j - 1, i)[0];
+            s2 += (double)(j + 2) * NHT_ROW(a, j + 2, i)[0] * NHT_ROW(b, m - j - 2, i)[0];
+            s3 += (double)(j + 3) * NHT_ROW(a, j + 3, i)[0] * NHT_ROW(b, m - j - 3, i)[0];
+        }
+        for (; j <= j1; ++j) s0 += (double)j * NHT_ROW(a, j, i)[0] * NHT_ROW(b, m - j, i)[0];
+    } else {
+        for (; j + 3 <= j1; j += 4) {
+            s0 += NHT_ROW(a, j, i)[0] * NHT_ROW(b, m - j, i)[0];
+            s1 += NHT_ROW(a, j + 1, i)[0] * NHT_ROW(b, m - j - 1, i)[0];
+            s2 += NHT_ROW(a, j + 2, i)[0] * NHT_ROW(b, m - j - 2, i)[0];
+            s3 += NHT_ROW(a, j + 3, i)[0] * NHT_ROW(b, m - j - 3, i)[0];
+        }
+        for (; j <= j1; ++j) s0 += NHT_ROW(a, j, i)[0] * NHT_ROW(b, m - j, i)[0];
+    }
+    return (s0 + s1) + (s2 + s3);
+}
+
+/* o^[k] = sum_{j=0..k} a^[j] b^[k-j]. */
+static inline void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
+                                NHT(nht_in) b) {
+    for (int64_t i = 0; i < nc; ++i) o[k * ojs + i] = NHT(nht_dot)(0, k, k, i, a, b, 0);
+}
+
+/* o^[k] -= sum_{j=j0..k} a^[j] b^[k-j] (part of a product; j0 = 1 leaves out a^[0]). */
+static inline void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
+                                   NHT(nht_in) b, int64_t j0) {
+    for (int64_t i = 0; i < nc; ++i) o[k * ojs + i] -= NHT(nht_dot)(j0, k, k, i, a, b, 0);
+}
+
+/* o^[k] = sum_{j=0..k} a^[j] a^[k-j], by symmetry. */
+static inline void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
+    for (int64_t i = 0; i < nc; ++i) {
+        NHT_T s = NHT_ZERO;
+        for (int64_t j = 0; 2 * j < k; ++j) s += NHT_ROW(a, j, i)[0] * NHT_ROW(a, k - j, i)[0];
+        s = 2.0 * s;
+        if (k % 2 == 0) s += NHT_ROW(a, k / 2, i)[0] * NHT_ROW(a, k / 2, i)[0];
+        o[k * ojs + i] = s;
+    }
+}
+
+/* o = a / b: o^[k] = (a^[k] - sum_{j=1..k} b^[j] o^[k-j]) / b^[0]; a_const: a is a constant. */
+static inline void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
+                                int a_const, NHT(nht_in) b) {
+    for (int64_t i = 0; i < nc; ++i) {
+        const NHT(nht_in) q = {o + i, ojs, 0};
+        NHT_T s = a_const ? (k == 0 ? a.p[i * a.is] : NHT_ZERO) : NHT_ROW(a, k, i)[0];
+        if (k > 0) s -= NHT(nht_dot)(1, k, k, i, b, q, 0);
+        o[k * ojs + i] = s / NHT_ROW(b, 0, i)[0];
+    }
+}
+
+/* o = a^alpha: k a^[0] o^[k] = sum_{j=0..k-1} (alpha (k-j) - j) a^[k-j] o^[j]; o^[0] per lane. */
+static inline void NHT(nht_pow)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
+                                double alpha) {
+    for (int64_t i = 0; i < nc; ++i) {
+        if (k == 0) {
+            double *od = (double *)&o[i];
+            const double *ad = (const double *)NHT_ROW(a, 0, i);
+            for (int l = 0; l < NHT_LANES; ++l) od[l] = pow(ad[l], alpha);
+            continue;
+        }
+        NHT_T s = NHT_ZERO;
+        for (int64_t j = 0; j < k; ++j)
+            s += (alpha * (double)(k - j) - (double)j) * NHT_ROW(a, k - j, i)[0] * o[j * ojs + i];
+        o[k * ojs + i] = s / ((double)k * NHT_ROW(a, 0, i)[0]);
+    }
+}
+
+/* o = sqrt(a): o^[k] = (a^[k] - sum_{j=1..k-1} o^[j] o^[k-j]) / (2 o^[0]). */
+static inline void NHT(nht_sqrt)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
+    for (int64_t i = 0; i < nc; ++i) {
+        if (k == 0) {
+            double *od = (double *)&o[i];
+            const double *ad = (const double *)NHT_ROW(a, 0, i);
+            for (int l = 0; l < NHT_LANES; ++l) od[l] = sqrt(ad[l]);
+            continue;
+        }
+        NHT_T s = NHT_ZERO;
+        for (int64_t j = 1; 2 * j < k; ++j) s += o[j * ojs + i] * o[(k - j) * ojs + i];
+        s = 2.0 * s;
+        if (k % 2 == 0) s += o[(k / 2) * ojs + i] * o[(k / 2) * ojs + i];
+        o[k * ojs + i] = (NHT_ROW(a, k, i)[0] - s) / (2.0 * o[i]);
+    }
+}
+
+/* o' = s a' e (k >= 1): o^[k] = (s / k) sum_{j=1..k} j a^[j] e^[k-j]. exp: e = o; sin: e = cos;
+ * cos: e = sin, s = -1; atan: e = 1 / (1 + a^2); ... (o^[0] is set by the caller). */
+static inline void NHT(nht_chain)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
+                                  NHT(nht_in) e, double s) {
+    for (int64_t i = 0; i < nc; ++i) {
+        o[k * ojs + i] = (s / (double)k) * NHT(nht_dot)(1, k, k, i, a, e, 1);
+    }
+}
+
+/* o = log(a): o^[k] = (a^[k] - (1/k) sum_{j=1..k-1} j o^[j] a^[k-j]) / a^[0]. */
+static inline void NHT(nht_log)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
+    for (int64_t i = 0; i < nc; ++i) {
+        if (k == 0) {
+            double *od = (double *)&o[i];
+            const double *ad = (const double *)NHT_ROW(a, 0, i);
+            for (int l = 0; l < NHT_LANES; ++l) od[l] = log(ad[l]);
+            continue;
+        }
+        NHT_T s = NHT_ZERO;
+        for (int64_t j = 1; j < k; ++j) s += (double)j * o[j * ojs + i] * NHT_ROW(a, k - j, i)[0];
+        o[k * ojs + i] = (NHT_ROW(a, k, i)[0] - (1.0 / (double)k) * s) / NHT_ROW(a, 0, i)[0];
+    }
+}
+
+/* o = F(a) at order 0, per lane: F one of the C functions below (by code). */
+static inline void NHT(nht_init)(int64_t nc, NHT_T *o, NHT(nht_in) a, int f) {
+    for (int64_t i = 0; i < nc; ++i) {
+        double *od = (double *)&o[i];
+        const double *ad = (const double *)NHT_ROW(a, 0, i);
+        for (int l = 0; l < NHT_LANES; ++l) {
+            const double v = ad[l];
+            double r;
+            switch (f) {
+            case 0: r = exp(v); break;
+            case 1: r = sin(v); break;
+            case 2: r = cos(v); break;
+            case 3: r = sinh(v); break;
+            case 4: r = cosh(v); break;
+            case 5: r = atan(v); break;
+            case 6: r = asin(v); break;
+            case 7: r = acos(v); break;
+            case 8: r = asinh(v); break;
+            case 9: r = acosh(v); break;
+            case 10: r = atanh(v); break;
+            default: r = NAN;
+            }
+            od[l] = r;
+        }
+    }
+}
+
+/* o = |a| away from a = 0: o^[k] = sign(a^[0]) a^[k]. */
+static inline void NHT(nht_abs)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
+    for (int64_t i = 0; i < nc; ++i) {
+        double *od = (double *)&o[k * ojs + i];
+        const double *a0 = (const double *)NHT_ROW(a, 0, i), *ak = (const double *)NHT_ROW(a, k, i);
+        for (int l = 0; l < NHT_LANES; ++l) od[l] = a0[l] < 0.0 ? -ak[l] : ak[l];
+    }
+}
+
+/* o^[k] = sum_i a_i^[k] over n components (a reduction, in a fixed order). */
+static inline void NHT(nht_sum)(int64_t k, int64_t n, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
+    NHT_T s = NHT_ROW(a, k, 0)[0];
+    for (int64_t i = 1; i < n; ++i) s += NHT_ROW(a, k, i)[0];
+    o[k * ojs] = s;
+}
+
+/* o_i^[k] = a^[k] (a scalar, or component c of a vector: a.p already points at it). */
+static inline void NHT(nht_copy)(int64_t k, NHT_T *o, int64_t ojs, int64_t i, NHT(nht_in) a) {
+    o[k * ojs + i] = NHT_ROW(a, k, 0)[0];
+}
+
+/* o_i^[k] = c at k = 0, 0 after (a constant put into component i of a variable). */
+static inline void NHT(nht_setc)(int64_t k, NHT_T *o, int64_t ojs, int64_t i, NHT(nht_in) c) {
+    o[k * ojs + i] = k == 0 ? c.p[0] : NHT_ZERO;
+}
+
+/* x^[k+1] = f^[k] / (k + 1) into component i of a state variable; a constant f at k = 0. */
+static inline void NHT(nht_integ)(int64_t k, NHT_T *x, int64_t xjs, int64_t i, NHT(nht_in) f,
+                                  int f_const) {
+    if (f_const)
+        x[(k + 1) * xjs + i] = k == 0 ? f.p[0] : NHT_ZERO;
+    else
+        x[(k + 1) * xjs + i] = NHT_ROW(f, k, 0)[0] * (1.0 / (double)(k + 1));
+}
+
+/* o_i^[k] = sum_j H[i, j] a_j^[k] over n components; H(i, j) at h[i*hi + j*hj] (constant). */
+static inline void NHT(nht_matvec)(int64_t k, int64_t n, NHT_T *o, int64_t ojs, const NHT_T *h,
+                                   int64_t hi, int64_t hj, NHT(nht_in) a) {
+    for (int64_t i = 0; i < n; ++i) {
+        NHT_T s = h[i * hi] * NHT_ROW(a, k, 0)[0];
+        for (int64_t j = 1; j < n; ++j) s += h[i * hi + j * hj] * NHT_ROW(a, k, j)[0];
+        o[k * ojs + i] = s;
+    }
+}

@@ -1,0 +1,881 @@
+"""Generate the Taylor-coefficient kernel ``nh_taylor`` of a system from its SymPy expressions.
+
+The right-hand side is decomposed into a *tape* of elementary operations (automatic
+differentiation of Taylor series: Moore 1966; Jorba & Zou 2005, Exp. Math. 14): sums,
+products, quotients, integer and real powers, ``sqrt``, ``exp``, ``log``, ``sin``/``cos``
+(``tan``, hyperbolic and inverse functions through them), reductions over an index, products
+with parameter matrices and linear solves. Every operation gets the standard recurrence for
+its ``k``-th normalised coefficient (``nhfast/codegen/include/taylor.h``); the kernel runs the
+tape order by order, ``x^[k+1] = f^[k] / (k + 1)``, lanes innermost.
+
+Sub-expressions of the parameters alone (``1/a_i``, a mass matrix's entries, ...) are
+*constants*: they are computed once per kernel call, and an operation with a constant operand
+uses its value only (no convolution). A linear solve ``M u = b`` factorises ``M^[0]`` once per
+call and gets every further coefficient from
+``M^[0] u^[k] = b^[k] - sum_{j >= 1} M^[j] u^[k-j]`` with that factorisation.
+
+Two front ends build the tape: a :class:`~nhfast.codegen.KernelSet` (unrolled expressions, its
+``rhs`` family and solves; joint CSE first) and an :class:`~nhfast.codegen.IndexedProgram`
+(the statements of its ``rhs`` output; vectors stay vectors, so the code is ``O(1)`` in ``n``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import sympy as sp
+
+from nhfast.codegen._printer import CPrinter, banner, input_hash, preamble
+from nhfast.codegen.ckernels import KernelSet, kernel_set_digest
+from nhfast.codegen.indexed import IndexedProgram
+from nhfast.codegen.structured import program_digest
+
+__all__ = ["TAYLOR_CHUNK", "generate_taylor_c", "taylor_digest"]
+
+#: Lanes per pass of a Taylor kernel (smaller remainders run in passes of 4, 2, 1 lanes).
+TAYLOR_CHUNK = 8
+
+_SUPPORTED = (
+    "+, -, *, /, powers, sqrt, exp, log, sin, cos, tan, sinh, cosh, tanh, atan, asin, acos, "
+    "asinh, acosh, atanh, Abs"
+)
+
+
+@dataclass(frozen=True)
+class _Val:
+    """A value of the tape: a work variable (coefficients to every order) or a constant.
+
+    ``vector``: ``n`` components (else one). ``name``: the C array of its storage (lane
+    values of type ``NHT_T``, coefficient ``j`` of component ``i`` at ``[j * nc + i]``; a
+    constant at ``[i]``). ``comp``: a component view (a scalar) of a vector value.
+    """
+
+    const: bool
+    vector: bool
+    name: str
+    comp: int | None = None
+
+    def arg(self, n: int, in_vector_op: bool) -> str:
+        """The ``nht_in`` of this value as an operand of an operation (vector or scalar)."""
+        js = "0" if self.const else "NHT_TOT"
+        if self.comp is not None:
+            return f"(NHT(nht_in)){{{self.name} + {self.comp}, {js}, 0}}"
+        is_ = "1" if (self.vector and in_vector_op) else "0"
+        return f"(NHT(nht_in)){{{self.name}, {js}, {is_}}}"
+
+
+class _Tape:
+    """Work variables, constants and the per-order operations of one Taylor kernel."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.work: list[tuple[str, int]] = []  # (name, components)
+        self.consts: list[tuple[str, int]] = []
+        self.prep: list[str] = []  # constants, once per pass
+        self.load: list[str] = []  # order 0 of the states
+        self.ops: list[str] = []  # inside the loop over k
+        self.solve_ws: list[tuple[str, int, int]] = []  # (name, values, pivots) per solve
+        self.memo: dict[tuple, _Val] = {}  # operations already on the tape (hash-consing)
+        self.printer = CPrinter()
+
+    def new_var(self, vector: bool) -> _Val:
+        """A work variable: coefficient j of component i at ``W[j * NHT_TOT + offset + i]``."""
+        off = sum(c for _, c in self.work)
+        name = f"(W + {off})"
+        self.work.append((name, self.n if vector else 1))
+        return _Val(False, vector, name)
+
+    def new_const(self, vector: bool) -> _Val:
+        """A constant: component i at ``CST[offset + i]``."""
+        off = sum(c for _, c in self.consts)
+        name = f"(CST + {off})"
+        self.consts.append((name, self.n if vector else 1))
+        return _Val(True, vector, name)
+
+    def nc(self, v: _Val) -> int:
+        return self.n if v.vector else 1
+
+
+def _is_int(e: sp.Expr) -> bool:
+    return isinstance(e, sp.Integer)
+
+
+#: Order-0 functions of ``nht_init`` (taylor_ops.h), by code.
+_INIT = {
+    "exp": 0,
+    "sin": 1,
+    "cos": 2,
+    "sinh": 3,
+    "cosh": 4,
+    "atan": 5,
+    "asin": 6,
+    "acos": 7,
+    "asinh": 8,
+    "acosh": 9,
+    "atanh": 10,
+}
+
+_LANE = "(l < nl ? l : nl - 1)"  # lane l of a pass: the pass's last lane pads it
+
+
+class _Builder:
+    """Decompose SymPy expressions into the operations of a :class:`_Tape`."""
+
+    def __init__(self, tape: _Tape, index: sp.Symbol | None) -> None:
+        self.t = tape
+        self.index = index
+        self.bound: dict[sp.Symbol, _Val] = {}  # handles (states, targets, unknowns, time)
+        self.params: dict[sp.Symbol, int] = {}  # scalar parameter symbol -> row
+        self.param_vectors: dict[sp.Symbol, int] = {}  # vector parameter handle -> first row
+        self.views: dict[sp.Symbol, tuple[sp.Symbol, int]] = {}  # component -> (handle, k)
+        self.memo: dict[tuple[sp.Expr, bool], _Val] = {}
+
+    # ---------------------------------------------------------------- classifying ----
+    def _const_symbol(self, s: sp.Symbol) -> bool:
+        if s == self.index or s in self.params or s in self.param_vectors:
+            return True
+        if s in self.bound:
+            return self.bound[s].const
+        if s in self.views:
+            h = self.views[s][0]
+            return h in self.param_vectors or (h in self.bound and self.bound[h].const)
+        return False
+
+    def is_const(self, e: sp.Expr) -> bool:
+        return all(self._const_symbol(s) for s in e.free_symbols)
+
+    def is_vector(self, e: sp.Expr) -> bool:
+        for s in e.free_symbols:
+            if s == self.index or s in self.param_vectors:
+                return True
+            if s in self.bound and self.bound[s].vector:
+                return True
+        return False
+
+    def _accessor(self, s: sp.Symbol) -> str:
+        """C expression of constant symbol ``s`` at lane ``l`` (component ``i``) of a pass."""
+        if s == self.index:
+            return "(double)i"
+        if s in self.param_vectors:
+            return f"((const double *)&PAR[{self.param_vectors[s]} + i])[l]"
+        if s in self.params:
+            return f"((const double *)&PAR[{self.params[s]}])[l]"
+        if s in self.bound:
+            v = self.bound[s]
+            if v.comp is not None:
+                return f"((const double *)&{v.name}[{v.comp}])[l]"
+            return f"((const double *)&{v.name}[{'i' if v.vector else 0}])[l]"
+        h, k = self.views[s]
+        if h in self.param_vectors:
+            return f"((const double *)&PAR[{self.param_vectors[h] + k}])[l]"
+        v = self.bound[h]
+        return f"((const double *)&{v.name}[{k if v.vector else 0}])[l]"
+
+    # ---------------------------------------------------------------- constants ----
+    def const(self, e: sp.Expr, vec: bool) -> _Val:
+        vec = vec and self.is_vector(e)
+        key = (e, vec)
+        if key in self.memo:
+            return self.memo[key]
+        c = self.t.new_const(vec)
+        names: dict[sp.Symbol, sp.Symbol] = {}
+        decl: list[str] = []
+        for s in sorted(e.free_symbols, key=str):
+            cname = f"nh_s{len(names)}"
+            names[s] = sp.Symbol(cname, real=True)
+            decl.append(f"const double {cname} = {self._accessor(s)};")
+        code = self.t.printer.doprint(e.xreplace(names))
+        body = " ".join([*decl, f"c_[l] = {code};"])
+        loop = f"for (int l = 0; l < NHT_LANES; ++l) {{ {body} }}"
+        if vec:
+            self.t.prep.append(
+                f"for (int64_t i = 0; i < {self.t.n}; ++i) "
+                f"{{ double *c_ = (double *)&{c.name}[i]; {loop} }}"
+            )
+        else:
+            self.t.prep.append(
+                f"{{ const int64_t i = 0; (void)i; double *c_ = (double *)&{c.name}[0]; {loop} }}"
+            )
+        self.memo[key] = c
+        return c
+
+    # ------------------------------------------------------------------- values ----
+    def value(self, e: sp.Expr, vec: bool) -> _Val:
+        """The tape value of ``e`` (``vec``: an element-wise expression of an indexed loop)."""
+        e = sp.sympify(e)
+        key = (e, vec)
+        if key in self.memo:
+            return self.memo[key]
+        if self.is_const(e):
+            return self.const(e, vec)
+        out = self._value(e, vec)
+        self.memo[key] = out
+        return out
+
+    def _value(self, e: sp.Expr, vec: bool) -> _Val:
+        if isinstance(e, sp.Symbol):
+            if e in self.bound:
+                return self.bound[e]
+            if e in self.views:
+                h, k = self.views[e]
+                base = self.bound[h]
+                return _Val(base.const, False, base.name, k) if base.vector else base
+            raise ValueError(f"symbol {e} is not a state, parameter or defined value")
+        if isinstance(e, sp.Add):
+            return self._add(e, vec)
+        if isinstance(e, sp.Mul):
+            return self._mul(e, vec)
+        if isinstance(e, sp.Pow):
+            return self._pow(e.base, e.exp, vec)
+        return self._function(e, vec)
+
+    def _op(self, op: str, vector: bool, *args: object, pre: str = "") -> _Val:
+        """``out = op(args)`` as a new work variable (or the same operation's earlier one).
+
+        ``args`` are operand values or C text; ``pre`` guards the call (``"if (k > 0) "``).
+        """
+        key = (op, vector, pre, *args)
+        if key in self.t.memo:
+            return self.t.memo[key]
+        out = self.t.new_var(vector)
+        nc = self.t.nc(out)
+        text = [a.arg(self.t.n, vector) if isinstance(a, _Val) else str(a) for a in args]
+        rest = "".join(f", {a}" for a in text)
+        self.t.ops.append(f"{pre}NHT({op})(k, {nc}, {out.name}, NHT_TOT{rest});")
+        self.t.memo[key] = out
+        return out
+
+    def _add(self, e: sp.Add, vec: bool) -> _Val:
+        consts: list[sp.Expr] = []
+        terms: list[tuple[float, _Val]] = []
+        for term in e.args:
+            if self.is_const(term):
+                consts.append(term)
+                continue
+            coeff, rest = term.as_coeff_Mul()
+            terms.append((float(coeff), self.value(rest, vec)))
+        terms.sort(key=lambda cv: cv[1].name + str(cv[1].comp))
+        cval = self.value(sp.Add(*consts), vec) if consts else None
+        vector = any(v.vector for _, v in terms) or bool(cval and cval.vector)
+        key = ("add", vector, cval, *terms)
+        if key in self.t.memo:
+            return self.t.memo[key]
+        out = self.t.new_var(vector)
+        nc = self.t.nc(out)
+        for j, (c, v) in enumerate(terms):
+            op = "nht_scale" if j == 0 else "nht_axpy"
+            self.t.ops.append(
+                f"NHT({op})(k, {nc}, {out.name}, NHT_TOT, {c!r}, {v.arg(self.t.n, vector)});"
+            )
+        if cval is not None:
+            self.t.ops.append(
+                f"if (k == 0) NHT(nht_addc)({nc}, {out.name}, {cval.arg(self.t.n, vector)});"
+            )
+        self.t.memo[key] = out
+        return out
+
+    def _mul(self, e: sp.Mul, vec: bool) -> _Val:
+        const_f: list[sp.Expr] = []
+        num: list[sp.Expr] = []
+        den: list[sp.Expr] = []
+        for f in e.args:
+            if self.is_const(f):
+                const_f.append(f)
+            elif isinstance(f, sp.Pow) and f.exp.is_number and f.exp.is_negative:
+                den.append(sp.Pow(f.base, -f.exp))
+            else:
+                num.append(f)
+        c = sp.Mul(*const_f)
+        if den:
+            d = self.value(sp.Mul(*den), vec)
+            if num:
+                a = self.value(sp.Mul(*num), vec)
+                q = self._op("nht_div", a.vector or d.vector, a, 0, d)
+            else:
+                a = self.value(c, vec)
+                c = sp.Integer(1)
+                q = self._op("nht_div", a.vector or d.vector, a, 1, d)
+            return self._times_const(c, q, vec)
+        vals = sorted((self.value(f, vec) for f in num), key=lambda v: v.name + str(v.comp))
+        acc = vals[0]
+        for v in vals[1:]:
+            if v == acc:  # a * a: the square's recurrence does half the work
+                acc = self._op("nht_sqr", acc.vector, acc)
+            else:
+                acc = self._op("nht_mul", acc.vector or v.vector, acc, v)
+        return self._times_const(c, acc, vec)
+
+    def _times_const(self, c: sp.Expr, v: _Val, vec: bool) -> _Val:
+        if c == 1:
+            return v
+        if c.is_number:
+            return self._op("nht_scale", v.vector, repr(float(c)), v)
+        cv = self.value(c, vec)
+        return self._op("nht_cmul", v.vector or cv.vector, cv, v)
+
+    def _pow(self, base: sp.Expr, ex: sp.Expr, vec: bool) -> _Val:
+        if base == sp.E:
+            return self._function(sp.exp(ex, evaluate=False), vec)
+        if not self.is_const(ex) or not ex.is_number:  # b^e = exp(e log b)
+            return self._function(sp.exp(ex * sp.log(base), evaluate=False), vec)
+        a = self.value(base, vec)
+        if isinstance(ex, sp.Integer):
+            m = int(ex)
+            if m == 0:
+                return self.const(sp.Integer(1), vec)
+            if m < 0:
+                one = self.const(sp.Integer(1), False)
+                return self._op("nht_div", a.vector, one, 1, self._int_pow(a, -m))
+            return self._int_pow(a, m)
+        if ex == sp.Rational(1, 2):
+            return self._op("nht_sqrt", a.vector, a)
+        if ex == sp.Rational(-1, 2):
+            one = self.const(sp.Integer(1), False)
+            return self._op("nht_div", a.vector, one, 1, self._op("nht_sqrt", a.vector, a))
+        return self._op("nht_pow", a.vector, a, repr(float(ex)))
+
+    def _int_pow(self, a: _Val, m: int) -> _Val:
+        if m == 1:
+            return a
+        sq = self._op("nht_sqr", a.vector, self._int_pow(a, m // 2))
+        return sq if m % 2 == 0 else self._op("nht_mul", a.vector, sq, a)
+
+    def _chain_op(self, fname: str, a: _Val, e: _Val | None, sign: float) -> _Val:
+        """``out = F(a)`` with ``out' = sign * a' * e`` (``e`` None: ``e = out``, exp)."""
+        vector = a.vector or bool(e and e.vector)
+        key = ("chain", fname, a, e)
+        if key in self.t.memo:
+            return self.t.memo[key]
+        out = self.t.new_var(vector)
+        nc = self.t.nc(out)
+        ev = out if e is None else e
+        n = self.t.n
+        self.t.ops.append(
+            f"if (k == 0) NHT(nht_init)({nc}, {out.name}, {a.arg(n, vector)}, {_INIT[fname]}); "
+            f"else NHT(nht_chain)(k, {nc}, {out.name}, NHT_TOT, {a.arg(n, vector)}, "
+            f"{ev.arg(n, vector)}, {sign!r});"
+        )
+        self.t.memo[key] = out
+        return out
+
+    def _pair(self, arg: sp.Expr, vec: bool, hyperbolic: bool) -> tuple[_Val, _Val]:
+        """(sin a, cos a) or (sinh a, cosh a): each one's derivative uses the other."""
+        a = self.value(arg, vec)
+        key = ("pair", hyperbolic, a)
+        if key in self.t.memo:
+            return self.t.memo[key]  # type: ignore[return-value]
+        s = self.t.new_var(a.vector)
+        c = self.t.new_var(a.vector)
+        nc = self.t.nc(s)
+        n = self.t.n
+        ai = a.arg(n, a.vector)
+        fs, fc = ("sinh", "cosh") if hyperbolic else ("sin", "cos")
+        sign_c = 1.0 if hyperbolic else -1.0
+        self.t.ops.append(
+            f"if (k == 0) {{ NHT(nht_init)({nc}, {s.name}, {ai}, {_INIT[fs]}); "
+            f"NHT(nht_init)({nc}, {c.name}, {ai}, {_INIT[fc]}); }} else {{ "
+            f"NHT(nht_chain)(k, {nc}, {s.name}, NHT_TOT, {ai}, {c.arg(n, a.vector)}, 1.0); "
+            f"NHT(nht_chain)(k, {nc}, {c.name}, NHT_TOT, {ai}, {s.arg(n, a.vector)}, {sign_c!r}); }}"
+        )
+        self.t.memo[key] = (s, c)  # type: ignore[assignment]
+        return s, c
+
+    def _function(self, e: sp.Expr, vec: bool) -> _Val:
+        f = e.func
+        if not isinstance(e, sp.Function) or len(e.args) != 1:
+            raise ValueError(
+                f"the Taylor method cannot expand {e} ({type(e).__name__}); it supports "
+                f"{_SUPPORTED} (use method='dop853' for this system)"
+            )
+        (arg,) = e.args
+        if f is sp.exp:
+            return self._chain_op("exp", self.value(arg, vec), None, 1.0)
+        if f is sp.log:
+            a = self.value(arg, vec)
+            return self._op("nht_log", a.vector, a)
+        if f in (sp.sin, sp.cos):
+            s, c = self._pair(arg, vec, hyperbolic=False)
+            return s if f is sp.sin else c
+        if f in (sp.sinh, sp.cosh):
+            s, c = self._pair(arg, vec, hyperbolic=True)
+            return s if f is sp.sinh else c
+        rewrite = {
+            sp.tan: lambda a: sp.sin(a) / sp.cos(a),
+            sp.cot: lambda a: sp.cos(a) / sp.sin(a),
+            sp.sec: lambda a: 1 / sp.cos(a),
+            sp.csc: lambda a: 1 / sp.sin(a),
+            sp.tanh: lambda a: sp.sinh(a) / sp.cosh(a),
+        }
+        if f in rewrite:
+            return self.value(rewrite[f](arg), vec)
+        inverse = {  # o' = sign * a' * e(a)
+            sp.atan: (1 / (1 + arg**2), 1.0),
+            sp.asin: (1 / sp.sqrt(1 - arg**2), 1.0),
+            sp.acos: (1 / sp.sqrt(1 - arg**2), -1.0),
+            sp.asinh: (1 / sp.sqrt(1 + arg**2), 1.0),
+            sp.acosh: (1 / sp.sqrt(arg**2 - 1), 1.0),
+            sp.atanh: (1 / (1 - arg**2), 1.0),
+        }
+        if f in inverse:
+            de, sign = inverse[f]
+            return self._chain_op(f.__name__, self.value(arg, vec), self.value(de, vec), sign)
+        if f is sp.Abs:
+            a = self.value(arg, vec)
+            return self._op("nht_abs", a.vector, a)
+        raise ValueError(
+            f"the Taylor method cannot expand {e}: {f.__name__} is not supported; it supports "
+            f"{_SUPPORTED} (use method='dop853' for this system)"
+        )
+
+
+# ---------------------------------------------------------------------- front ends ----
+def _time_var(b: _Builder, sym: sp.Symbol) -> None:
+    """The time as a variable: t^[0] = t, t^[1] = 1, then 0."""
+    tv = b.t.new_var(False)
+    b.bound[sym] = tv
+    b.t.ops.append(
+        f"{{ double *d_ = (double *)&{tv.name}[k * NHT_TOT]; for (int l = 0; l < NHT_LANES; ++l) "
+        f"d_[l] = k == 0 ? t[l0 + {_LANE}] : (k == 1 ? 1.0 : 0.0); }}"
+    )
+
+
+def _finish(b: _Builder, states: list[tuple[_Val, int]], rhs: Sequence[_Val]) -> None:
+    """Order 0 of the states from ``x``, and ``x^[k+1] = f^[k] / (k + 1)`` every order."""
+    t = b.t
+    for r, (v, c) in enumerate(states):
+        t.load.append(
+            f"{{ double *d_ = (double *)&{v.name}[{c}]; for (int l = 0; l < NHT_LANES; ++l) "
+            f"d_[l] = x[{r} * ld + l0 + {_LANE}]; }}"
+        )
+    for (v, c), f in zip(states, rhs, strict=True):
+        t.ops.append(
+            f"NHT(nht_integ)(k, {v.name}, NHT_TOT, {c}, {f.arg(t.n, False)}, {int(f.const)});"
+        )
+
+
+def _component(v: _Val, c: int) -> _Val:
+    """Component ``c`` of a vector value (a scalar value unchanged)."""
+    return _Val(v.const, False, v.name, c) if v.vector else v
+
+
+def _kernel_set_tape(ks: KernelSet) -> tuple[_Tape, list[tuple[_Val, int]]]:
+    if "rhs" in ks.needs_derivs:
+        raise ValueError(
+            "the Taylor method cannot expand a right-hand side that uses derivatives of its "
+            "solves' unknowns"
+        )
+    tape = _Tape(1)
+    b = _Builder(tape, None)
+    for k, s in enumerate(ks.params):
+        b.params[s] = k
+    states = []
+    for s in ks.states:
+        v = tape.new_var(False)
+        b.bound[s] = v
+        states.append((v, 0))
+    if ks.time is not None:
+        _time_var(b, ks.time)
+    for si, sv in enumerate(ks.solves):
+        _solve_spec(b, si, sv)
+    rhs = [sp.sympify(e) for e in ks.kernels["rhs"]]
+    repl, reduced = sp.cse(rhs, symbols=sp.numbered_symbols("nh_tc"), order="none")
+    for sym, e in repl:
+        b.bound[sym] = b.value(e, False)
+    _finish(b, states, [b.value(e, False) for e in reduced])
+    return tape, states
+
+
+def _solve_spec(b: _Builder, si: int, sv) -> None:
+    """Unknowns of ``sv.matrix * u = sv.rhs`` (a KernelSet solve): LU of ``M^[0]`` at order 0,
+    then ``M^[0] u^[k] = b^[k] - sum_{j >= 1} M^[j] u^[k-j]``."""
+    t = b.t
+    r = sv.r
+    mats = [b.value(sp.sympify(e), False) for e in sv.matrix]
+    rhs = [b.value(sp.sympify(e), False) for e in sv.rhs]
+    us = [t.new_var(False) for _ in range(r)]
+    A, v, piv = f"S{si}_A", f"S{si}_b", f"S{si}_p"
+    t.solve_ws.append((f"S{si}", r * r + r, r))
+    lines = [f"/* linear solve {si}: {r} unknowns */", "if (k == 0) {"]
+    lines += [f"  {A}[{ab}] = {m.name}[{m.comp or 0}];" for ab, m in enumerate(mats)]
+    lines += [f"  nh_lu_factor({r}, NHT_LANES, (double *){A}, {piv});", "}"]
+    for a, f in enumerate(rhs):
+        op = "nht_setc" if f.const else "nht_copy"
+        lines.append(f"NHT({op})(k, {v}, 0, {a}, {f.arg(1, False)});")
+    for a in range(r):
+        for c in range(r):
+            m = mats[a * r + c]
+            if not m.const:
+                lines.append(
+                    f"NHT(nht_submul)(k, 1, {v} + {a}, 0, {m.arg(1, False)}, "
+                    f"{us[c].arg(1, False)}, 1);"
+                )
+    lines.append(f"nh_lu_solve({r}, NHT_LANES, (const double *){A}, {piv}, (double *){v});")
+    lines += [f"{u.name}[k * NHT_TOT] = {v}[{a}];" for a, u in enumerate(us)]
+    t.ops += lines
+    for u, sym in zip(us, sv.unknowns, strict=True):
+        b.bound[sym] = u
+
+
+def _program_tape(prog: IndexedProgram) -> tuple[_Tape, list[tuple[_Val, int]]]:
+    tape = _Tape(prog.n)
+    b = _Builder(tape, prog.index)
+    n = prog.n
+    states: list[tuple[_Val, int]] = []
+    for sym, inp in prog.inputs.items():
+        if inp.where != "par":
+            continue
+        if inp.matrix:
+            for k, c in enumerate(prog.components(sym)):
+                b.params[c] = inp.offset + k
+        elif inp.vector:
+            b.param_vectors[sym] = inp.offset
+            for k, c in enumerate(prog.components(sym)):
+                b.views[c] = (sym, k)
+        else:
+            b.params[sym] = inp.offset
+    xs = sorted((inp.offset, str(s), s) for s, inp in prog.inputs.items() if inp.where == "x")
+    for _, _, sym in xs:
+        inp = prog.inputs[sym]
+        v = tape.new_var(inp.vector)
+        b.bound[sym] = v
+        if inp.vector:
+            for k, c in enumerate(prog.components(sym)):
+                b.views[c] = (sym, k)
+            states += [(v, k) for k in range(n)]
+        else:
+            states.append((v, 0))
+    if prog.time is not None:
+        _time_var(b, prog.time)
+    blocks = prog.outputs["rhs"]
+    need = prog.needed(blocks)
+    for si, st in enumerate(prog.statements):
+        if not need & set(st.targets):
+            continue
+        if st.kind == "scalar":
+            val = b.value(st.exprs[0], False)
+        elif st.kind == "reduce":
+            val = _reduce(b, b.value(st.exprs[0], True))
+        elif st.kind == "vector":
+            val = b.value(st.exprs[0], True)
+        elif st.kind == "unrolled":
+            val = _unrolled(b, [b.value(e, False) for e in st.exprs])
+        elif st.kind == "matvec":
+            val = _matvec(b, prog, st)
+        elif st.kind == "solve":
+            val = _dense_solve(b, prog, st, si)
+        else:  # pragma: no cover - IndexedProgram knows no other kinds
+            raise ValueError(f"unknown statement kind {st.kind!r}")
+        b.bound[st.target] = val
+        if st.target in prog.vectors:
+            for k, c in enumerate(prog.components(st.target)):
+                b.views[c] = (st.target, k)
+    outs: list[_Val] = []
+    for blk in blocks:
+        if prog.is_indexed(blk):
+            v = b.value(blk, True)
+            outs += [_component(v, k) for k in range(n)]
+        else:
+            outs.append(b.value(blk, False))
+    _finish(b, states, outs)
+    return tape, states
+
+
+def _reduce(b: _Builder, a: _Val) -> _Val:
+    """``sum_i a_i`` (``n a`` for a scalar ``a``)."""
+    t, n = b.t, b.t.n
+    if a.const:
+        c = t.new_const(False)
+        if a.vector:
+            t.prep.append(
+                f"{{ NHT_T s_ = {a.name}[0]; for (int64_t i = 1; i < {n}; ++i) "
+                f"s_ += {a.name}[i]; {c.name}[0] = s_; }}"
+            )
+        else:
+            t.prep.append(f"{c.name}[0] = {float(n)!r} * {a.name}[0];")
+        return c
+    if not a.vector:
+        return b._op("nht_scale", False, repr(float(n)), a)
+    key = ("sum", a)
+    if key not in t.memo:
+        out = t.new_var(False)
+        t.ops.append(f"NHT(nht_sum)(k, {n}, {out.name}, NHT_TOT, {a.arg(n, True)});")
+        t.memo[key] = out
+    return t.memo[key]
+
+
+def _unrolled(b: _Builder, vals: list[_Val]) -> _Val:
+    t = b.t
+    if all(v.const for v in vals):
+        c = t.new_const(True)
+        t.prep += [f"{c.name}[{i}] = {v.name}[{v.comp or 0}];" for i, v in enumerate(vals)]
+        return c
+    out = t.new_var(True)
+    for i, v in enumerate(vals):
+        op = "nht_setc" if v.const else "nht_copy"
+        t.ops.append(f"NHT({op})(k, {out.name}, NHT_TOT, {i}, {v.arg(t.n, False)});")
+    return out
+
+
+def _matrix_ptr(prog: IndexedProgram, m: sp.Symbol, transpose: bool) -> tuple[str, int, int]:
+    """(lane values, row stride, column stride) of parameter matrix ``m`` in a pass."""
+    n = prog.n
+    hi, hj = (n, 1) if not transpose else (1, n)
+    return f"PAR + {prog.inputs[m].offset}", hi, hj
+
+
+def _matvec(b: _Builder, prog: IndexedProgram, st) -> _Val:
+    t, n = b.t, b.t.n
+    a = b.value(st.exprs[0], True)
+    h, hi, hj = _matrix_ptr(prog, st.matrices[0], st.transpose)
+    if a.const:
+        c = t.new_const(True)
+        t.prep.append(
+            f"{{ const int64_t k = 0; NHT(nht_matvec)(k, {n}, {c.name}, 0, {h}, {hi}, {hj}, "
+            f"{a.arg(n, True)}); }}"
+        )
+        return c
+    out = t.new_var(True)
+    t.ops.append(
+        f"NHT(nht_matvec)(k, {n}, {out.name}, NHT_TOT, {h}, {hi}, {hj}, {a.arg(n, True)});"
+    )
+    return out
+
+
+def _dense_solve(b: _Builder, prog: IndexedProgram, st, si: int) -> _Val:
+    """``K v = f`` with ``K = diag(d) + sum_t l_t M_t r_t^T`` per lane: LU of ``K^[0]`` at
+    order 0; at order k the part of ``(K v)^[k]`` without ``v^[k]`` goes to the right-hand
+    side (``P_t = r_t v`` and ``Q_t = M_t P_t`` kept to every order), then one solve."""
+    t, n = b.t, b.t.n
+    f = b.value(st.exprs[0], True)
+    d = b.value(st.exprs[1], True)
+    terms = [(b.value(lft, True), m, b.value(rgt, True)) for lft, m, rgt in st.terms]
+    v = t.new_var(True)
+    A, rv, piv = f"S{si}_A", f"S{si}_b", f"S{si}_p"
+    t.solve_ws.append((f"S{si}", n * n + n, n))
+    vin = v.arg(n, True)
+    L: list[str] = [f"/* dense solve {st.target}: n = {n} */", "if (k == 0) {"]
+    L.append(f"  for (int64_t e = 0; e < {n * n}; ++e) {A}[e] = NHT_ZERO;")
+    L.append(
+        f"  {{ const NHT(nht_in) d_ = {d.arg(n, True)}; for (int64_t i = 0; i < {n}; ++i) "
+        f"{A}[i * {n + 1}] += NHT_ROW(d_, 0, i)[0]; }}"
+    )
+    pq: list[tuple[_Val, _Val]] = []
+    for lv, m, rgt in terms:
+        h = "" if m is None else f" * PAR[{prog.inputs[m].offset} + i * {n} + j]"
+        L.append(
+            f"  {{ const NHT(nht_in) l_ = {lv.arg(n, True)}, r_ = {rgt.arg(n, True)}; "
+            f"for (int64_t i = 0; i < {n}; ++i) for (int64_t j = 0; j < {n}; ++j) "
+            f"{A}[i * {n} + j] += NHT_ROW(l_, 0, i)[0]{h} * NHT_ROW(r_, 0, j)[0]; }}"
+        )
+        pq.append((t.new_var(True), t.new_var(m is not None)))
+    L += [f"  nh_lu_factor({n}, NHT_LANES, (double *){A}, {piv});", "}"]
+    # right-hand side: f^[k] - sum_{j>=1} d^[j] v^[k-j] - sum_t (l_t Q_t)^[k], v^[k] = 0
+    fz = f.arg(n, True)
+    rhs0 = "(k == 0 ? NHT_ROW(f_, 0, i)[0] : NHT_ZERO)" if f.const else "NHT_ROW(f_, k, i)[0]"
+    L.append(
+        f"{{ const NHT(nht_in) f_ = {fz}; for (int64_t i = 0; i < {n}; ++i) {rv}[i] = {rhs0}; }}"
+    )
+    if not d.const:
+        L.append(f"NHT(nht_submul)(k, {n}, {rv}, 0, {d.arg(n, True)}, {vin}, 1);")
+    for (lv, m, rgt), (P, Q) in zip(terms, pq, strict=True):
+        L.append(f"for (int64_t i = 0; i < {n}; ++i) {P.name}[k * NHT_TOT + i] = NHT_ZERO;")
+        if not rgt.const:
+            L.append(f"NHT(nht_submul)(k, {n}, {P.name}, NHT_TOT, {rgt.arg(n, True)}, {vin}, 1);")
+            L.append(f"NHT(nht_scale)(k, {n}, {P.name}, NHT_TOT, -1.0, {P.arg(n, True)});")
+        L.append(_q_from_p(prog, m, P, Q, n))
+        if lv.const:  # only l^[0] Q^[k]
+            L.append(
+                f"{{ const NHT(nht_in) l_ = {lv.arg(n, True)}, q_ = {Q.arg(n, True)}; "
+                f"for (int64_t i = 0; i < {n}; ++i) {rv}[i] -= l_.p[i * l_.is] * "
+                "NHT_ROW(q_, k, i)[0]; }"
+            )
+        else:
+            L.append(f"NHT(nht_submul)(k, {n}, {rv}, 0, {lv.arg(n, True)}, {Q.arg(n, True)}, 0);")
+    L.append(f"nh_lu_solve({n}, NHT_LANES, (const double *){A}, {piv}, (double *){rv});")
+    L.append(f"for (int64_t i = 0; i < {n}; ++i) {v.name}[k * NHT_TOT + i] = {rv}[i];")
+    for (_, m, rgt), (P, Q) in zip(terms, pq, strict=True):  # P^[k], Q^[k] with v^[k]
+        L.append(
+            f"{{ const NHT(nht_in) r_ = {rgt.arg(n, True)}; for (int64_t i = 0; i < {n}; ++i) "
+            f"{P.name}[k * NHT_TOT + i] += NHT_ROW(r_, 0, i)[0] * {v.name}[k * NHT_TOT + i]; }}"
+        )
+        L.append(_q_from_p(prog, m, P, Q, n))
+    t.ops += L
+    return v
+
+
+def _q_from_p(prog: IndexedProgram, m, P: _Val, Q: _Val, n: int) -> str:
+    if m is None:
+        return f"NHT(nht_sum)(k, {n}, {Q.name}, NHT_TOT, {P.arg(n, True)});"
+    h, hi, hj = _matrix_ptr(prog, m, False)
+    return f"NHT(nht_matvec)(k, {n}, {Q.name}, NHT_TOT, {h}, {hi}, {hj}, {P.arg(n, True)});"
+
+
+# ------------------------------------------------------------------------ rendering ----
+def _pass(tape: _Tape, states: list[tuple[_Val, int]], n_state: int, n_par: int) -> list[str]:
+    """The body of one pass over ``nl`` lanes (a template: NHT_T, NHT(), NHT_LANES)."""
+    work = sum(c for _, c in tape.work)
+    lines = [
+        "static int NHT(nht_pass)(const double *restrict t, const double *restrict x, "
+        "const double *restrict par, double *restrict coef, int64_t order, int64_t ld, "
+        "int64_t l0, int64_t nl, NHT_T *restrict W, int64_t *restrict piv) {",
+        "    (void)t; (void)par; (void)piv;",
+        f"    enum {{ NHT_TOT = {max(work, 1)} }};",
+        "    const size_t P1 = (size_t)(order + 1);",
+    ]
+    lines.append(f"    NHT_T *restrict PAR = W + (size_t){work} * P1;")
+    lines.append(f"    NHT_T *restrict CST = PAR + {n_par};")
+    lines.append("    (void)PAR; (void)CST;")
+    off = n_par + sum(c for _, c in tape.consts)
+    poff = 0
+    for name, nv, np_ in tape.solve_ws:
+        lines.append(f"    NHT_T *restrict {name}_A = PAR + {off};")
+        lines.append(f"    NHT_T *restrict {name}_b = {name}_A + {nv - np_};")
+        lines.append(f"    int64_t *restrict {name}_p = piv + (size_t){poff} * NHT_LANES;")
+        off += nv
+        poff += np_
+    lines += [
+        "    /* the parameters, then the constants: once per pass */",
+        f"    for (int64_t r = 0; r < {n_par}; ++r) {{ double *d_ = (double *)&PAR[r]; "
+        f"for (int l = 0; l < NHT_LANES; ++l) d_[l] = par[r * ld + l0 + {_LANE}]; }}",
+    ]
+    lines += [f"    {s}" for s in tape.prep]
+    lines.append("    /* order 0 of the states */")
+    lines += [f"    {s}" for s in tape.load]
+    lines.append("    for (int64_t k = 0; k < order; ++k) {")
+    lines += [f"        {s}" for s in tape.ops]
+    lines.append("    }")
+    lines.append("    /* coefficients out: coef[(k * n_state + row) * ld + lane] */")
+    lines.append("    for (int64_t k = 0; k <= order; ++k) {")
+    for r, (v, c) in enumerate(states):
+        lines.append(
+            f"        {{ const double *s_ = (const double *)&{v.name}[k * NHT_TOT + {c}]; "
+            f"double *d_ = coef + (k * {n_state} + {r}) * ld + l0; "
+            "for (int64_t l = 0; l < nl; ++l) d_[l] = s_[l]; }"
+        )
+    lines += ["    }", "    return NH_OK;", "}", ""]
+    return lines
+
+
+def _render(tape: _Tape, states: list[tuple[_Val, int]], n_state: int, n_par: int,
+            head: str, uses_linalg: bool) -> str:  # fmt: skip
+    work = sum(c for _, c in tape.work)
+    nconst = sum(c for _, c in tape.consts)
+    solve_v = sum(v for _, v, _ in tape.solve_ws)
+    solve_p = sum(p for _, _, p in tape.solve_ws)
+    body = _pass(tape, states, n_state, n_par)
+    lines = [
+        head,
+        preamble(*(["linalg.h"] if uses_linalg else []), "taylor.h"),
+        f"static const int64_t nh_info_data[NH_INFO_LEN] = "
+        f"{{NH_ABI_VERSION, {n_state}, {n_par}, 0, NH_HAS_TAYLOR, 0}};",
+        "NH_EXPORT const int64_t *nh_info(void) { return nh_info_data; }",
+        "",
+        f"/* {len(tape.work)} work variables ({work} values per order), {len(tape.consts)} "
+        f"constants ({nconst} values), {len(tape.ops)} operations per order */",
+        "#define NHT_T double",
+        "#define NHT(f) f##_1",
+        "#define NHT_LANES 1",
+        "#define NHT_ZERO 0.0",
+        *body,
+        "#undef NHT_T",
+        "#undef NHT",
+        "#undef NHT_LANES",
+        "#undef NHT_ZERO",
+        "#if NHT_HAVE_VEC",
+        "#define NHT_T nht_vw",
+        "#define NHT(f) f##_v",
+        "#define NHT_LANES NHT_VW",
+        "#define NHT_ZERO ((nht_vw){0.0})",
+        *body,
+        "#endif",
+        "",
+        "NH_EXPORT int nh_taylor(void *ctx, const double *restrict t, const double *restrict x, "
+        "const double *restrict par, double *restrict coef, int64_t order, int64_t nlanes, "
+        "int64_t ld) {",
+        "    (void)ctx;",
+        "    if (nlanes < 0 || ld < nlanes) return NH_ERR_SIZE;",
+        "    if (order < 1 || order > NH_TAYLOR_MAX_ORDER) return NH_ERR_ARG;",
+        "    if (nlanes == 0) return NH_OK;",
+        f"    const size_t nv = (size_t){work} * (size_t)(order + 1) + {n_par + nconst + solve_v};",
+        "    void *mem = malloc(sizeof(double) * 8 * nv + 64);",
+        "    double *W = mem ? (double *)(((uintptr_t)mem + 63) & ~(uintptr_t)63) : NULL;",
+        f"    int64_t *piv = (int64_t *)malloc(sizeof(int64_t) * ({solve_p} * 8 + 1));",
+        "    if (!mem || !piv) { free(mem); free(piv); return NH_ERR_NOMEM; }",
+        "    int rc = NH_OK;",
+        "    for (int64_t l0 = 0; l0 < nlanes && rc == NH_OK;) {",
+        "        const int64_t rest = nlanes - l0;",
+        "#if NHT_HAVE_VEC",
+        "        if (rest >= 2) {",
+        "            const int64_t nl = rest < NHT_VW ? rest : NHT_VW;",
+        "            rc = nht_pass_v(t, x, par, coef, order, ld, l0, nl, (nht_vw *)W, piv);",
+        "            l0 += nl;",
+        "            continue;",
+        "        }",
+        "#endif",
+        "        rc = nht_pass_1(t, x, par, coef, order, ld, l0, 1, W, piv);",
+        "        l0 += 1;",
+        "    }",
+        "    free(mem);",
+        "    free(piv);",
+        "    return rc;",
+        "}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def taylor_digest(code: KernelSet | IndexedProgram) -> str:
+    """SHA-256 of what the Taylor kernel of ``code`` depends on (the ``rhs`` and its solves)."""
+    if isinstance(code, IndexedProgram):
+        return input_hash(["taylor", "program", program_digest(code)])
+    return input_hash(["taylor", "kernel_set", kernel_set_digest(code)])
+
+
+def generate_taylor_c(
+    code: KernelSet | IndexedProgram, provenance: Mapping[str, object] | None = None
+) -> str:
+    """Return the C99 source of the Taylor-coefficient kernel library of ``code``.
+
+    Parameters
+    ----------
+    code : KernelSet or IndexedProgram
+        The system: its ``rhs`` family (and the solves it uses) is expanded.
+    provenance : mapping, optional
+        Shown in the banner: ``"system"``, the system's name.
+
+    Returns
+    -------
+    str
+        The source: a banner, ``nh_info`` (flags ``NH_HAS_TAYLOR``) and ``nh_taylor`` (see
+        ``nh_abi.h``: ``coef[(k * n_state + i) * ld + l]`` is the ``k``-th normalised Taylor
+        coefficient of component ``i`` of lane ``l``, ``k = 0..order``).
+
+    Raises
+    ------
+    ValueError
+        If the right-hand side uses a function the Taylor method cannot expand (the message
+        names it and lists the supported ones), or derivatives of a solve's unknowns.
+    """
+    if isinstance(code, IndexedProgram):
+        if "rhs" not in code.outputs:
+            raise ValueError("the program has no 'rhs' output")
+        tape, states = _program_tape(code)
+        n_state, n_par = code.n_state, code.n_params
+        linalg = any(st.kind == "solve" for st in code.statements)
+    else:
+        if "rhs" not in code.kernels:
+            raise ValueError("the kernel set has no 'rhs' family")
+        tape, states = _kernel_set_tape(code)
+        n_state, n_par = len(code.states), len(code.params)
+        linalg = bool(code.solves)
+    head = banner(
+        generator="nhfast.codegen.generate_taylor_c",
+        regenerate="nhfast.codegen.generate_taylor_c(code), e.g. through compile_taylor()",
+        digest=taylor_digest(code),
+        legend=[],
+        provenance=provenance,
+        details=f"Taylor kernel: {len(tape.work)} work variables, {len(tape.consts)} "
+        f"constants, {len(tape.ops)} operations per order.",
+    )
+    return _render(tape, states, n_state, n_par, head, linalg)
