@@ -376,7 +376,8 @@ class _Builder:
             f"if (k == 0) {{ NHT(nht_init)({nc}, {s.name}, {ai}, {_INIT[fs]}); "
             f"NHT(nht_init)({nc}, {c.name}, {ai}, {_INIT[fc]}); }} else {{ "
             f"NHT(nht_chain)(k, {nc}, {s.name}, NHT_TOT, {ai}, {c.arg(n, a.vector)}, 1.0); "
-            f"NHT(nht_chain)(k, {nc}, {c.name}, NHT_TOT, {ai}, {s.arg(n, a.vector)}, {sign_c!r}); }}"
+            f"NHT(nht_chain)(k, {nc}, {c.name}, NHT_TOT, {ai}, {s.arg(n, a.vector)}, "
+            f"{sign_c!r}); }}"
         )
         self.t.memo[key] = (s, c)  # type: ignore[assignment]
         return s, c
