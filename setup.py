@@ -14,7 +14,7 @@ from pathlib import Path
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-CSRC = ["csrc/driver.c", "csrc/rk.c", "csrc/symplectic.c"]
+CSRC = ["csrc/driver.c", "csrc/rk.c", "csrc/symplectic.c", "csrc/events.c", "csrc/taylor.c"]
 #: Headers shipped with the package for run-time kernel compiles (nh_abi.h: the kernel ABI).
 INCLUDE = "nhfast/codegen/include"
 PROBE = "#include <omp.h>\nint main(void) { return omp_get_max_threads() > 0 ? 0 : 1; }\n"

@@ -38,7 +38,10 @@ int nh_integrate_block_ex(const nh_system *sys, const nh_options *opt, const dou
                           int64_t lane0, int64_t count, int64_t width, double *y,
                           int32_t *status, int64_t *stats, double *t_end, int64_t *shared_next,
                           int dense, const nh_events *ev) {
-    if (!sys || !opt || !t_eval || !x0 || !y || !status || !stats || !sys->rhs) return NH_ERR_ARG;
+    if (!sys || !opt || !t_eval || !x0 || !y || !status || !stats) return NH_ERR_ARG;
+    const int taylor = opt->method == NH_TAYLOR;
+    if (taylor ? !sys->taylor : !sys->rhs) return NH_ERR_ARG;
+    if (opt->order < 0 || opt->order > NH_TAYLOR_MAX_ORDER) return NH_ERR_ARG;
     if (count <= 0 || width <= 0 || nt < 1 || sys->n <= 0 || sys->npar < 0 || lane0 < 0 ||
         par_stride < 0 || count > INT64_MAX - lane0)
         return NH_ERR_SIZE;
@@ -46,8 +49,9 @@ int nh_integrate_block_ex(const nh_system *sys, const nh_options *opt, const dou
     if (opt->method < 0 || opt->method >= NH_N_METHODS || opt->max_steps < 1 || opt->max_iter < 1 ||
         opt->nstiff < 0)
         return NH_ERR_ARG;
-    if (dense != 0 && (dense != 1 || opt->method != NH_DOP853)) return NH_ERR_ARG;
-    if (ev && (!dense || !ev->fn || ev->nev < 1 || ev->cap < 1 || !ev->direction ||
+    /* Taylor: outputs always from the series, dense 0 and 1 alike; events need no dense */
+    if (dense != 0 && (dense != 1 || (opt->method != NH_DOP853 && !taylor))) return NH_ERR_ARG;
+    if (ev && ((!dense && !taylor) || !ev->fn || ev->nev < 1 || ev->cap < 1 || !ev->direction ||
                !ev->terminal || !ev->t || !ev->which || !ev->y || !ev->count))
         return NH_ERR_ARG;
     if (opt->method == NH_LEAPFROG && (sys->split <= 0 || sys->split >= sys->n)) return NH_ERR_ARG;
@@ -102,7 +106,9 @@ int nh_integrate_block_ex(const nh_system *sys, const nh_options *opt, const dou
         b.gid[l] = -1;
         b.active[l] = 0;
     }
-    if ((NH_ADAPTIVE_MASK >> opt->method) & 1) {
+    if (taylor) {
+        rc = nh_run_taylor(&b);
+    } else if ((NH_ADAPTIVE_MASK >> opt->method) & 1) {
         rc = nh_run_adaptive(&b);
     } else {
         unsigned char *fresh = (unsigned char *)malloc((size_t)nl);

@@ -51,7 +51,8 @@ static inline nh_vec nh_splat(double a) { return a - (nh_vec){0}; }
 #define NH_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define NH_MIN(a, b) ((a) < (b) ? (a) : (b))
 
-/* Events located on DOP853's continuous extension (needs dense output): g = fn(t, x, par),
+/* Events located on DOP853's continuous extension (needs dense output) or on the Taylor
+ * series of method NH_TAYLOR: g = fn(t, x, par),
  * nev values per lane in the kernel ABI (out[j * stride + l]). Event j fires where g_j changes
  * sign over an accepted step in its direction (+1: from < 0 to >= 0, -1: from > 0 to <= 0,
  * 0: either); its time is found on the step's interpolant by a bracketing (Illinois /
@@ -101,8 +102,9 @@ struct nh_block {
     int64_t ncalls;  /* vector-field calls made for all active slots (see nh_rhs) */
     int64_t *call0;  /* [nl] ncalls when the slot took its trajectory */
     int dense;       /* DOP853: output times from the continuous extension, steps not
-                        shortened to them (only to the last one); see nh_integrate_block_ex */
-    const nh_events *ev; /* NULL, or events to locate (dense only) */
+                        shortened to them (only to the last one); see nh_integrate_block_ex.
+                        Taylor: ignored (its outputs always come from the series) */
+    const nh_events *ev; /* NULL, or events to locate (DOP853 dense, or Taylor) */
 };
 
 static inline int64_t nh_count_active(const nh_block *b) {
@@ -314,7 +316,8 @@ static inline void nh_finite_lanes(const double *v, int64_t m, int64_t nl, unsig
  * takes the outputs at t_eval[1..nt-2] from DOP853's continuous extension of degree 7 (three
  * more stages on the steps that pass an output time), so the step sequence does not depend on
  * the output times; only the step to the last output time is shortened to land on it.
- * dense = 0 is nh_integrate_block (bit-identical). ev: NULL, or events (needs dense = 1).
+ * dense = 0 is nh_integrate_block (bit-identical). ev: NULL, or events (needs dense = 1, or
+ * method NH_TAYLOR, whose outputs always come from its series: dense 0 or 1 alike).
  */
 int nh_integrate_block_ex(const nh_system *sys, const nh_options *opt, const double *t_eval,
                           int64_t nt, const double *x0, const double *par, int64_t par_stride,
@@ -334,5 +337,40 @@ int nh_rk4_step(nh_block *b, double t, double h, double *work, double *dx);
 int nh_leapfrog_step(nh_block *b, double t, double h, double *work, double *dx, int *fresh);
 int nh_gauss_step(nh_block *b, int stages, double t, double h, double *work, double *dx,
                   unsigned char *ok, int *fresh);
+
+/* ------------------------------------------------------ events (events.c, shared) ---- */
+
+/* Dense evaluation of lane l of a block at theta in [0, 1] over its last accepted step (from
+ * told to told + hu): the state to out[i * stride], i < n. ctx: the scheme's polynomial. */
+typedef void (*nh_dense_fn)(const nh_block *b, const void *ctx, int64_t l, double th,
+                            double *out, int64_t stride);
+
+/* Scratch of the event search (see nh_events), allocated by nh_ev_alloc. */
+typedef struct {
+    double *g0, *g1, *gt, *root;                /* [nev][nl] */
+    double *a, *bb, *fa, *fb, *th, *te, *tstop; /* [nl] */
+    double *xe;                                 /* [n][nl] */
+    unsigned char *srch, *cross, *stop;         /* [nl] */
+    signed char *side;                          /* [nl] */
+    double *dbuf;                               /* owner of the doubles */
+    unsigned char *fbuf;                        /* owner of the flags */
+} nh_ev_work;
+
+/* Allocate (zeroed) the scratch of nev events on a block of nl slots, n states; ev NULL: an
+ * empty work (every pointer NULL). Returns NH_OK or NH_ERR_NOMEM (nothing left allocated). */
+int nh_ev_alloc(nh_ev_work *w, const nh_events *ev, int64_t n, int64_t nl);
+void nh_ev_free(nh_ev_work *w);
+
+/* Whether g crosses zero from g0 to g1 in direction d (+1 rising, -1 falling, 0 either). */
+static inline int nh_ev_crossing(double g0, double g1, int32_t d) {
+    const int up = g0 < 0.0 && g1 >= 0.0, down = g0 > 0.0 && g1 <= 0.0;
+    return d > 0 ? up : d < 0 ? down : (up || down);
+}
+
+/* Locate the events of the lanes in w->cross on the dense output (dense, dctx) of their
+ * accepted steps (told, hu; new time b->tl, new state xn), in lockstep over lanes; record them
+ * in time order up to and including each lane's first terminal one (w->stop, w->tstop). */
+int nh_ev_locate(nh_block *b, const nh_events *ev, nh_dense_fn dense, const void *dctx,
+                 const double *hu, const double *told, const double *xn, nh_ev_work *w);
 
 #endif /* NH_BLOCK_H */

@@ -20,11 +20,12 @@ enum nh_method {
     NH_MIDPOINT = 4,
     NH_GAUSS4 = 5,
     NH_GAUSS6 = 6,
-    NH_N_METHODS = 7
+    NH_TAYLOR = 7, /* adaptive Taylor series (taylor.c), needs nh_system.taylor */
+    NH_N_METHODS = 8
 };
 
 /* Bit (1 << method) is set for the adaptive (error-controlled) methods. */
-#define NH_ADAPTIVE_MASK ((1 << NH_DOPRI5) | (1 << NH_DOP853))
+#define NH_ADAPTIVE_MASK ((1 << NH_DOPRI5) | (1 << NH_DOP853) | (1 << NH_TAYLOR))
 
 /* Columns of the per-lane statistics array stats[lane*NH_NSTATS + k]. */
 #define NH_STAT_STEPS 0     /* accepted steps */
@@ -72,7 +73,8 @@ int64_t nh_atomic_add(int64_t *p, int64_t v);
 int64_t nh_atomic_get(int64_t *p);
 
 typedef struct {
-    nh_kernel_fn rhs; /* vector field kernel */
+    nh_kernel_fn rhs; /* vector field kernel (may be NULL for NH_TAYLOR) */
+    nh_taylor_fn taylor; /* NH_TAYLOR: Taylor coefficients kernel (same ctx); else NULL */
     void *ctx;        /* handed to the kernel unchanged */
     int64_t n;        /* state dimension */
     int64_t npar;     /* number of parameters */
@@ -82,7 +84,8 @@ typedef struct {
 typedef struct {
     int method;        /* enum nh_method */
     double rtol, atol; /* adaptive error control */
-    double h;          /* fixed-step size; adaptive: initial step (0: automatic) */
+    double h;          /* fixed-step size; adaptive: initial step (0: automatic); Taylor:
+                          a fixed step size (0: adaptive) */
     double hmax;       /* adaptive: largest |h| (0: unbounded) */
     int64_t max_steps; /* per lane: accepted + rejected steps */
     double tol;        /* implicit schemes: stage-iteration tolerance (relative to 1+|x|) */
@@ -90,6 +93,7 @@ typedef struct {
     nh_interrupt *stop; /* NULL, or checked between steps: see nh_interrupt */
     int64_t nstiff;    /* adaptive: stiffness test from every nstiff-th accepted step (see
                           NH_LANE_STIFF); 0: no test */
+    int64_t order;     /* NH_TAYLOR: order of the series, 0: from the tolerance (taylor.c) */
 } nh_options;
 
 /*
@@ -133,5 +137,6 @@ int nh_eval_rows(nh_kernel_fn fn, void *ctx, int64_t nin, int64_t nout, int64_t 
 typedef struct nh_block nh_block;
 int nh_run_adaptive(nh_block *b);
 int nh_run_fixed(nh_block *b);
+int nh_run_taylor(nh_block *b);
 
 #endif /* NH_CORE_H */

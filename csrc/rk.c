@@ -198,125 +198,10 @@ static inline void dense_at(const nh_block *b, double *const *F, int64_t l, doub
     }
 }
 
-/* Scratch of the event search (see nh_events). */
-typedef struct {
-    double *g0, *g1, *gt, *root;                /* [nev][nl] */
-    double *a, *bb, *fa, *fb, *th, *te, *tstop; /* [nl] */
-    double *xe;                                 /* [n][nl] */
-    unsigned char *srch, *cross, *stop;         /* [nl] */
-    signed char *side;                          /* [nl] */
-} ev_work;
-
-/* Whether g crosses zero from g0 to g1 in direction d (+1 rising, -1 falling, 0 either). */
-static inline int ev_crossing(double g0, double g1, int32_t d) {
-    const int up = g0 < 0.0 && g1 >= 0.0, down = g0 > 0.0 && g1 <= 0.0;
-    return d > 0 ? up : d < 0 ? down : (up || down);
-}
-
-/* Locate the events of the lanes in w->cross on the continuous extension (F) of their accepted
- * steps, in lockstep over lanes: bracket [a, bb] in theta, Illinois steps with a bisection
- * every third iteration, until the bracket is a few ulps of t wide; the root is the end past
- * the crossing. Then record the events of each lane in time order, up to and including its
- * first terminal one (w->stop, w->tstop). */
-static int ev_locate(nh_block *b, const nh_events *ev, double *const *F, const double *hu,
-                     const double *told, const double *xn, ev_work *w) {
-    const int64_t n = b->n, nl = b->nl, nev = ev->nev;
-    const double eps = 2.220446049250313e-16;
-    memcpy(w->xe, xn, sizeof(double) * (size_t)(n * nl));
-    for (int64_t l = 0; l < nl; ++l) w->te[l] = b->tl[l];
-    for (int64_t j = 0; j < nev; ++j) {
-        double *g0 = w->g0 + j * nl, *g1 = w->g1 + j * nl, *root = w->root + j * nl;
-        int64_t ns = 0;
-        for (int64_t l = 0; l < nl; ++l) {
-            root[l] = NAN;
-            w->srch[l] = (unsigned char)(w->cross[l] && ev_crossing(g0[l], g1[l], ev->direction[j]));
-            if (!w->srch[l]) continue;
-            w->a[l] = 0.0;
-            w->bb[l] = 1.0;
-            w->fa[l] = g0[l];
-            w->fb[l] = g1[l];
-            w->side[l] = 0;
-            ++ns;
-        }
-        for (int it = 0; ns > 0; ++it) {
-            for (int64_t l = 0; l < nl; ++l) {
-                if (!w->srch[l]) continue;
-                const double a = w->a[l], c = w->bb[l];
-                double th = 0.5 * (a + c);
-                if (it % 3 != 2 && w->fb[l] != w->fa[l]) {
-                    const double s = (a * w->fb[l] - c * w->fa[l]) / (w->fb[l] - w->fa[l]);
-                    if (s > a && s < c) th = s;
-                }
-                w->th[l] = th;
-                w->te[l] = told[l] + th * hu[l];
-                dense_at(b, F, l, th, w->xe + l, nl);
-            }
-            const int rc = ev->fn(ev->ctx, w->te, w->xe, b->par, w->gt, b->nw, nl);
-            if (rc != NH_OK) return rc;
-            for (int64_t l = 0; l < nl; ++l) {
-                if (!w->srch[l]) continue;
-                const double f = w->gt[j * nl + l], th = w->th[l];
-                if (f == 0.0 || !isfinite(f)) {
-                    w->a[l] = w->bb[l] = th;
-                } else if ((f < 0.0) == (w->fa[l] < 0.0)) {
-                    w->a[l] = th;
-                    w->fa[l] = f;
-                    if (w->side[l] == -1) w->fb[l] *= 0.5;
-                    w->side[l] = -1;
-                } else {
-                    w->bb[l] = th;
-                    w->fb[l] = f;
-                    if (w->side[l] == 1) w->fa[l] *= 0.5;
-                    w->side[l] = 1;
-                }
-                const double tsc = NH_MAX(fabs(told[l]), fabs(told[l] + hu[l]));
-                if ((w->bb[l] - w->a[l]) * fabs(hu[l]) <= 4.0 * eps * tsc ||
-                    w->bb[l] - w->a[l] <= 4.0 * eps || it >= 300) {
-                    root[l] = w->bb[l];
-                    w->srch[l] = 0;
-                    --ns;
-                }
-            }
-        }
-    }
-    /* records in time order (ties: lower index first), up to the first terminal event */
-    for (int64_t l = 0; l < nl; ++l) {
-        w->stop[l] = 0;
-        if (!w->cross[l]) continue;
-        const int64_t g = b->gid[l];
-        double lt = -1.0;
-        int64_t lj = -1;
-        for (;;) {
-            int64_t jb = -1;
-            double tb = 0.0;
-            for (int64_t j = 0; j < nev; ++j) {
-                const double r = w->root[j * nl + l];
-                if (!(r >= 0.0)) continue; /* NaN: none */
-                if (r < lt || (r == lt && j <= lj)) continue;
-                if (jb < 0 || r < tb) {
-                    jb = j;
-                    tb = r;
-                }
-            }
-            if (jb < 0) break;
-            lt = tb;
-            lj = jb;
-            const double te = tb == 1.0 ? b->tl[l] : told[l] + tb * hu[l];
-            const int64_t c = ev->count[g];
-            if (c < ev->cap) {
-                ev->t[g * ev->cap + c] = te;
-                ev->which[g * ev->cap + c] = (int32_t)jb;
-                dense_at(b, F, l, tb, ev->y + (g * ev->cap + c) * n, 1);
-            }
-            ev->count[g] = c + 1;
-            if (ev->terminal[jb]) {
-                w->stop[l] = 1;
-                w->tstop[l] = te;
-                break;
-            }
-        }
-    }
-    return NH_OK;
+/* nh_dense_fn of DOP853: ctx is F (the extension's coefficients). */
+static void dense_cb(const nh_block *b, const void *ctx, int64_t l, double th, double *out,
+                     int64_t stride) {
+    dense_at(b, (double *const *)ctx, l, th, out, stride);
 }
 
 NH_CLONES int nh_run_adaptive(nh_block *b) {
@@ -353,36 +238,12 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
     double *buf = (double *)calloc(nbuf, sizeof(double)); /* zero: padding slots stay finite */
     unsigned char *flags = (unsigned char *)malloc((size_t)(4 * nl));
     int64_t *stiffc = (int64_t *)calloc((size_t)(2 * nl), sizeof(int64_t));
-    /* events: g0, g1, gt, root ([nev][nl] each), 7 nl, xe; 4 nl flags */
-    double *evbuf = ev ? (double *)calloc((size_t)(4 * nev * nl + 7 * nl + m), sizeof(double)) : NULL;
-    unsigned char *evflags = ev ? (unsigned char *)calloc((size_t)(4 * nl), 1) : NULL;
-    if (!buf || !flags || !stiffc || (ev && (!evbuf || !evflags))) {
+    nh_ev_work w;
+    if (!buf || !flags || !stiffc || nh_ev_alloc(&w, ev, n, nl) != NH_OK) {
         free(buf);
         free(flags);
         free(stiffc);
-        free(evbuf);
-        free(evflags);
         return NH_ERR_NOMEM;
-    }
-    ev_work w;
-    memset(&w, 0, sizeof w);
-    if (ev) {
-        w.g0 = evbuf;
-        w.g1 = w.g0 + nev * nl;
-        w.gt = w.g1 + nev * nl;
-        w.root = w.gt + nev * nl;
-        w.a = w.root + nev * nl;
-        w.bb = w.a + nl;
-        w.fa = w.bb + nl;
-        w.fb = w.fa + nl;
-        w.th = w.fb + nl;
-        w.te = w.th + nl;
-        w.tstop = w.te + nl;
-        w.xe = w.tstop + nl;
-        w.srch = evflags;
-        w.cross = evflags + nl;
-        w.stop = evflags + 2 * nl;
-        w.side = (signed char *)(evflags + 3 * nl);
     }
     double *K[DOP853_SX];
     for (int s = 0; s <= S; ++s) K[s] = buf + (size_t)s * m;
@@ -541,7 +402,7 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
                 const int acc_l = b->active[l] && hit[l];
                 unsigned char cr = 0;
                 for (int64_t j = 0; j < nev && acc_l && !cr; ++j)
-                    cr = (unsigned char)ev_crossing(w.g0[j * nl + l], w.g1[j * nl + l], ev->direction[j]);
+                    cr = (unsigned char)nh_ev_crossing(w.g0[j * nl + l], w.g1[j * nl + l], ev->direction[j]);
                 if (ev) {
                     w.cross[l] = cr;
                     w.stop[l] = 0;
@@ -556,7 +417,7 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
                 if (rc != NH_OK) goto done;
             }
             if (anyev) {
-                rc = ev_locate(b, ev, F, hu, told, xn, &w);
+                rc = nh_ev_locate(b, ev, dense_cb, (const void *)F, hu, told, xn, &w);
                 if (rc != NH_OK) goto done;
             }
             for (int64_t l = 0; l < nl; ++l) {
@@ -634,7 +495,6 @@ done:
     free(buf);
     free(flags);
     free(stiffc);
-    free(evbuf);
-    free(evflags);
+    nh_ev_free(&w);
     return rc;
 }

@@ -27,6 +27,7 @@ __all__ = [
     "STATUS",
     "STIFF",
     "SYMBOL",
+    "TAYLOR_MAX_ORDER",
 ]
 
 #: Directory of the shipped C headers (``nh_abi.h``, ``linalg.h``) that generated kernels
@@ -52,6 +53,7 @@ _FLAG = {
     "observables": "OBS",
     "dHdq": "DHDQ",
     "dHdp": "DHDP",
+    "taylor": "TAYLOR",
 }
 #: Bits of the ``flags`` entry of a kernel library's info array, per kernel family.
 HAS: dict[str, int] = {family: _core.HAS[c.lower()] for family, c in _FLAG.items()}
@@ -59,6 +61,9 @@ HAS: dict[str, int] = {family: _core.HAS[c.lower()] for family, c in _FLAG.items
 FLAG_MACRO: dict[str, str] = {family: f"NH_HAS_{c}" for family, c in _FLAG.items()}
 #: Exported C symbol of each kernel family.
 SYMBOL: dict[str, str] = {family: f"nh_{family}" for family in _FLAG}
+
+#: ``NH_TAYLOR_MAX_ORDER``: the largest order of the Taylor method (its kernel's ``order``).
+TAYLOR_MAX_ORDER: int = _core.TAYLOR_MAX_ORDER
 
 #: Integration method name -> ``enum nh_method`` code.
 METHODS: dict[str, int] = dict(_core.METHOD)

@@ -28,6 +28,7 @@ class _PythonKernel(Protocol):
 __test__: dict[str, str]  # Cython's doctest table
 HAVE_OPENMP: bool
 KERNEL_CAPSULE: bytes
+TAYLOR_CAPSULE: bytes
 
 # Constants of nh_abi.h and nh_core.h (the C headers are their only definition).
 ABI_VERSION: int
@@ -38,6 +39,7 @@ INFO_LEN: int
 HAS: dict[str, int]
 METHOD: dict[str, int]
 N_METHODS: int
+TAYLOR_MAX_ORDER: int
 ADAPTIVE_MASK: int
 STAT: dict[str, int]
 STIFF: dict[str, int]
@@ -48,9 +50,10 @@ MAX_THREADS: int
 POLL_SECONDS: float
 
 def kernel_capsule(address: int) -> CapsuleType: ...
+def taylor_capsule(address: int) -> CapsuleType: ...
 def python_kernel_capsule() -> CapsuleType: ...
 def integrate_batch(
-    rhs: CapsuleType,
+    rhs: CapsuleType | None,
     ctx: _PythonKernel | None,
     n: int,
     npar: int,
@@ -85,6 +88,8 @@ def integrate_batch(
         NDArray[np.int64],
     ]
     | None = None,
+    taylor: CapsuleType | None = None,
+    order: int = 0,
 ) -> None: ...
 def eval_soa(
     kernel: CapsuleType,

@@ -9,7 +9,8 @@ the build has it) and turns C status codes into Python exceptions. Runs are inte
 the calling thread, when it is the main thread, runs the Python signal handlers every
 ``POLL_SECONDS``; one that raises (Ctrl-C: ``KeyboardInterrupt``) stops every thread after
 its current step, and its exception propagates once all have left. Kernels arrive as
-``PyCapsule`` objects named after their C signature (``"nh_kernel_fn"``). Every constant of the kernel ABI (``nh_abi.h``) and
+``PyCapsule`` objects named after their C signature (``"nh_kernel_fn"``; Taylor kernels
+``"nh_taylor_fn"``). Every constant of the kernel ABI (``nh_abi.h``) and
 of the core (``nh_core.h``) is exported from the C headers, for ``nhfast._abi``.
 """
 import operator
@@ -46,8 +47,13 @@ cdef extern from "nh_abi.h":
     int NH_HAS_OBS
     int NH_HAS_DHDQ
     int NH_HAS_DHDP
+    int NH_HAS_TAYLOR
+    int NH_TAYLOR_MAX_ORDER
     ctypedef int (*nh_kernel_fn)(void *ctx, const double *t, const double *x, const double *par,
                                  double *out, int64_t nlanes, int64_t ld) noexcept nogil
+    ctypedef int (*nh_taylor_fn)(void *ctx, const double *t, const double *x, const double *par,
+                                 double *coef, int64_t order, int64_t nlanes,
+                                 int64_t ld) noexcept nogil
 
 cdef extern from "nh_core.h":
     enum nh_method:
@@ -58,6 +64,7 @@ cdef extern from "nh_core.h":
         NH_MIDPOINT
         NH_GAUSS4
         NH_GAUSS6
+        NH_TAYLOR
         NH_N_METHODS
     int NH_ADAPTIVE_MASK
     int NH_STAT_STEPS
@@ -66,6 +73,7 @@ cdef extern from "nh_core.h":
     int NH_STAT_ITER
     ctypedef struct nh_system:
         nh_kernel_fn rhs
+        nh_taylor_fn taylor
         void *ctx
         int64_t n
         int64_t npar
@@ -81,6 +89,7 @@ cdef extern from "nh_core.h":
         int64_t max_iter
         nh_interrupt *stop
         int64_t nstiff
+        int64_t order
     int NH_NSTATS
     int NH_LANE_INTERRUPTED
     int NH_ERR_INTERRUPTED
@@ -166,6 +175,8 @@ HAVE_OPENMP = bool(NH_HAVE_OPENMP)
 # static storage: a capsule keeps a pointer to its name
 cdef const char *_CAPSULE_NAME = "nh_kernel_fn"
 KERNEL_CAPSULE = <bytes>_CAPSULE_NAME
+cdef const char *_TAYLOR_CAPSULE_NAME = "nh_taylor_fn"
+TAYLOR_CAPSULE = <bytes>_TAYLOR_CAPSULE_NAME
 
 # Every constant of nh_abi.h and nh_core.h, taken from the headers at build time (never
 # retyped): a group's key is the lower-cased rest of the C name (NH_LANE_MAX_STEPS is
@@ -188,11 +199,13 @@ INFO = {"abi": NH_INFO_ABI, "nstate": NH_INFO_NSTATE, "nparam": NH_INFO_NPARAM,
 INFO_LEN = NH_INFO_LEN
 #: Bits of the info array's flags entry (NH_HAS_*).
 HAS = {"rhs": NH_HAS_RHS, "jac": NH_HAS_JAC, "div": NH_HAS_DIV, "obs": NH_HAS_OBS,
-       "dhdq": NH_HAS_DHDQ, "dhdp": NH_HAS_DHDP}
+       "dhdq": NH_HAS_DHDQ, "dhdp": NH_HAS_DHDP, "taylor": NH_HAS_TAYLOR}
 #: enum nh_method.
 METHOD = {"rk4": NH_RK4, "dopri5": NH_DOPRI5, "dop853": NH_DOP853, "leapfrog": NH_LEAPFROG,
-          "midpoint": NH_MIDPOINT, "gauss4": NH_GAUSS4, "gauss6": NH_GAUSS6}
+          "midpoint": NH_MIDPOINT, "gauss4": NH_GAUSS4, "gauss6": NH_GAUSS6, "taylor": NH_TAYLOR}
 N_METHODS = NH_N_METHODS
+#: Largest order of the Taylor method (NH_TAYLOR_MAX_ORDER).
+TAYLOR_MAX_ORDER = NH_TAYLOR_MAX_ORDER
 #: Bit (1 << method) set for the adaptive methods.
 ADAPTIVE_MASK = NH_ADAPTIVE_MASK
 #: Columns of the per-lane statistics (NH_STAT_*).
@@ -248,6 +261,20 @@ cdef nh_kernel_fn _unwrap(object capsule) except NULL:
         raise TypeError("expected a capsule named 'nh_kernel_fn' (a kernel of ABI version "
                         f"{NH_ABI_VERSION}), got {capsule!r}")
     return <nh_kernel_fn>PyCapsule_GetPointer(capsule, _CAPSULE_NAME)
+
+
+def taylor_capsule(size_t address):
+    """Wrap the address of a C Taylor kernel (``nh_taylor_fn``) in a signature-named capsule."""
+    if address == 0:
+        raise ValueError("Taylor kernel address is NULL")
+    return PyCapsule_New(<void *>address, _TAYLOR_CAPSULE_NAME, NULL)
+
+
+cdef nh_taylor_fn _unwrap_taylor(object capsule) except NULL:
+    if not PyCapsule_IsValid(capsule, _TAYLOR_CAPSULE_NAME):
+        raise TypeError("expected a capsule named 'nh_taylor_fn' (a Taylor kernel of ABI "
+                        f"version {NH_ABI_VERSION}), got {capsule!r}")
+    return <nh_taylor_fn>PyCapsule_GetPointer(capsule, _TAYLOR_CAPSULE_NAME)
 
 
 # ------------------------------------------------------------ NumPy-backend kernels ----
@@ -448,7 +475,7 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
                     double[:, :, ::1] y, int32_t[::1] status, int64_t[:, ::1] stats,
                     double rtol, double atol, double h, double hmax, max_steps,
                     double tol, max_iter, threads=1, block=64, nstiff=0, t_end=None,
-                    dense=False, events=None):
+                    dense=False, events=None, taylor=None, order=0):
     """Integrate every lane of a batch; see ``nhfast.integrate`` for the meaning of each field.
 
     ``par`` has one row per lane, or a single row that is broadcast. Each thread runs one
@@ -469,7 +496,13 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     ODEs I, II.6), so the steps do not depend on the output times; otherwise every step that
     would pass an output time is shortened to land on it.
 
-    ``events`` (needs ``dense``): None, or ``(kernel, ctx, direction, terminal, t, which, y,
+    ``taylor`` (method taylor, required there; ``rhs`` may then be None): a capsule of the
+    system's Taylor kernel (:func:`taylor_capsule`), called with ``ctx`` like ``rhs``;
+    ``order``: its order (0: from the tolerance, else 1 .. :data:`TAYLOR_MAX_ORDER`). With
+    the Taylor method ``h > 0`` is a fixed step size, outputs and events always come from the
+    series (``dense`` changes nothing).
+
+    ``events`` (needs ``dense``, except with the Taylor method): None, or ``(kernel, ctx, direction, terminal, t, which, y,
     count)``: a kernel capsule of g(t, x, par) with ``nev`` outputs, int32 arrays
     ``direction`` and ``terminal`` of ``nev`` entries, and the outputs ``t`` (float64,
     ``(ntraj, cap)``), ``which`` (int32, ``(ntraj, cap)``), ``y`` (float64, ``(ntraj, cap,
@@ -504,12 +537,15 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     a.block = _int_arg(block, "block", 1, _INT32_MAX)
     opt.nstiff = _int_arg(nstiff, "nstiff", 0, _INT64_MAX)
     _int_arg(threads, "threads", 1, _INT32_MAX)
+    opt.order = _int_arg(order, "order", 0, NH_TAYLOR_MAX_ORDER)
     a.dense = 1 if dense else 0
-    if a.dense and opt.method != NH_DOP853:
-        raise ValueError("dense output is implemented for the DOP853 method only")
+    if a.dense and opt.method != NH_DOP853 and opt.method != NH_TAYLOR:
+        raise ValueError("dense output is implemented for the DOP853 and Taylor methods only")
+    if opt.method == NH_TAYLOR and taylor is None:
+        raise ValueError("method taylor needs the system's Taylor kernel (taylor=capsule)")
     a.ev = NULL
     if events is not None and x0.shape[0] > 0 and t_eval.shape[0] > 0:
-        if not a.dense:
+        if not a.dense and opt.method != NH_TAYLOR:
             raise ValueError("events are located on the dense output: they need dense=True")
         ev_kernel, ev_ctx, ev_dir, ev_term, ev_t, ev_which, ev_y, ev_count = events
         ev.nev = ev_dir.shape[0]
@@ -548,7 +584,12 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
         if nt == 0 and ntraj > 0:
             raise ValueError("t_eval must hold at least one time")
         return
-    sys.rhs = _unwrap(rhs)
+    sys.taylor = NULL
+    if opt.method == NH_TAYLOR:
+        sys.taylor = _unwrap_taylor(taylor)
+        sys.rhs = _unwrap(rhs) if rhs is not None else NULL
+    else:
+        sys.rhs = _unwrap(rhs)
     sys.ctx = <void *>ctx if ctx is not None else NULL
     opt.rtol = rtol
     opt.atol = atol

@@ -181,6 +181,7 @@ def integrate(
     dense: bool = False,
     events: Any = None,
     max_events: int = 100,
+    order: int | None = None,
 ) -> IntegrationResult:
     """Integrate a batch of trajectories of ``system`` in the compiled core.
 
@@ -191,9 +192,13 @@ def integrate(
         Initial states.
     t_eval : array_like, shape (n_t,)
         Strictly monotonic output times; ``t_eval[0]`` is the initial time.
-    method : {"rk4", "dopri5", "dop853", "leapfrog", "midpoint", "gauss4", "gauss6", \
+    method : {"rk4", "dopri5", "dop853", "taylor", "leapfrog", "midpoint", "gauss4", "gauss6", \
 "hamiltonised-gauss6", "hamiltonised-gauss4", "hamiltonised-midpoint"}
-        Adaptive embedded pairs (``dopri5``, ``dop853``) or fixed-step schemes; ``leapfrog``
+        Adaptive embedded pairs (``dopri5``, ``dop853``), the adaptive Taylor-series method
+        (``taylor``: the series of the solution to order ``order`` from the system's Taylor
+        kernel, ``system.compile_taylor()``, one kernel call per step; step size per
+        trajectory from the last two coefficients, Jorba & Zou 2005, as heyoka), or
+        fixed-step schemes; ``leapfrog``
         (Stormer-Verlet) needs a separable partitioned system, the Gauss-Legendre schemes
         (``midpoint``, ``gauss4``, ``gauss6``) are symplectic for Hamiltonian systems.
         ``hamiltonised-*`` (through the package's ``nhfast.integrate`` only): ``system`` is a
@@ -203,13 +208,15 @@ def integrate(
         ``threads``, ``observables``, ``max_steps``, ``tol``, ``max_iter``, ``keep_failed``,
         ``block``; ``rtol``, ``atol``, ``hmax`` do not apply).
     rtol, atol : float
-        Tolerances of the adaptive methods.
+        Tolerances of the adaptive methods (``taylor``: the order, when ``order`` is None, is
+        ``ceil(1 - ln(min(rtol, atol)) / 2)``, at least 2).
     params : array_like, shape (n_params,) or (n_traj, n_params)
         Parameter values, required when the system has parameters.
     h : float, optional
         Step size of the fixed-step methods (required there); initial step of the adaptive
         ones (automatic when None). Each output interval is split into equal substeps of at
-        most ``h``.
+        most ``h``. ``taylor``: a fixed step size (None: adaptive), the outputs in between
+        from the series; only the last step is shortened, to land on ``t_eval[-1]``.
     threads : int
         Threads over blocks of lanes (results do not depend on it).
     observables : bool
@@ -217,7 +224,7 @@ def integrate(
     max_steps : int
         Step budget per trajectory (adaptive: accepted + rejected steps).
     hmax : float, optional
-        Largest step of the adaptive methods.
+        Largest step of the adaptive methods (and of ``taylor``).
     tol, max_iter : float, int
         Implicit schemes: stage-iteration tolerance (relative to 1 + max|x|) and cap.
     keep_failed : bool
@@ -241,19 +248,26 @@ def integrate(
         of shortening the steps to land on them. The steps then do not depend on the output
         times (only the last step is shortened to end on ``t_eval[-1]``), many output times
         cost little, and the values agree with ``dense=False`` to the tolerance. Default
-        False: every step that would pass an output time is shortened to it.
+        False: every step that would pass an output time is shortened to it. ``taylor``
+        always takes its outputs from the series (True and False give the same result).
     events : sequence of (expr, direction, terminal), optional
-        Needs ``dense=True``. ``expr``: a SymPy expression in the states, parameters (and the
-        time symbol) or the name of one of the system's observables; an event fires where it
-        crosses zero over a step, rising (``direction`` +1: from < 0 to >= 0), falling (-1)
-        or either way (0), in the order of integration. Event times are located on the
-        continuous extension to round-off (bracketing Illinois/bisection iterations per
+        Needs ``dense=True`` (not with ``taylor``, located on its series). ``expr``: a SymPy
+        expression in the states, parameters (and the time symbol) or the name of one of the
+        system's observables; an event fires where it crosses zero over a step, rising
+        (``direction`` +1: from < 0 to >= 0), falling (-1) or either way (0), in the order of
+        integration. Event times are located on the continuous extension (``taylor``: the
+        series) to round-off (bracketing Illinois/bisection iterations per
         lane); the records go to ``result.events`` (:class:`EventRecord`). A ``terminal``
         event ends its trajectory there (status 0, ``t_reached`` the event time, later output
         rows NaN); the other trajectories go on. Two roots of the same function within one
         step are not seen.
     max_events : int
         Event records kept per trajectory.
+    order : int, optional
+        ``method="taylor"`` only: the order of the series, 1 to
+        ``nhfast._abi.TAYLOR_MAX_ORDER`` (100); None: from the tolerance (see ``rtol``).
+        With a fixed order the step is ``min_k (eps s / |x^[k]|)^(1/k) exp(-0.7/(order-1))``
+        over k = order - 1, order (``eps s``: ``atol``, or ``rtol |x|`` where that is larger).
 
     Returns
     -------
@@ -313,11 +327,13 @@ def integrate(
     hm = 0.0 if hmax is None else positive(hmax, "hmax")
     if not isinstance(dense, (bool, np.bool_)):
         raise TypeError(f"dense must be True or False, got {type(dense).__name__}")
-    if dense and method != "dop853":
+    taylor = method == "taylor"
+    if dense and method != "dop853" and not taylor:
         raise ValueError(
             f"dense=True needs method='dop853' (its continuous extension), got {method!r}"
         )
-    ev_spec = None if events is None else _event_spec(system, events, bool(dense))
+    torder = _taylor_order(order, method)
+    ev_spec = None if events is None else _event_spec(system, events, bool(dense) or taylor)
     if ev_spec is not None:
         _positive_ints(max_events=max_events)
     if not isinstance(stiffness_check, (bool, np.bool_)):
@@ -328,15 +344,21 @@ def integrate(
     if threads > 1 and not _core.HAVE_OPENMP:
         _warn_serial()
     wanted = ("observables",) if observables and system.observables else ()
-    cs = system.compile(wanted)
-    cap, ctx = cs.kernels["rhs"]
+    tcap = None
+    if taylor:
+        tcap, ctx = _taylor_kernel(system)
+        cap = None
+        cs = system.compile(wanted) if wanted else None
+    else:
+        cs = system.compile(wanted)
+        cap, ctx = cs.kernels["rhs"]
     y = np.empty((ntraj, t.size, n))
     status = np.zeros(ntraj, dtype=np.int32)
     stats = np.zeros((ntraj, _core.NSTATS), dtype=np.int64)
     t_reached = np.empty(ntraj)
     t_reached.fill(t[0])
     split = system.split or 0
-    nstiff = NSTIFF if stiffness_check and method in ADAPTIVE else 0
+    nstiff = NSTIFF if stiffness_check and method in ADAPTIVE and not taylor else 0
     record = None
     ev_args = None
     if ev_spec is not None:
@@ -352,7 +374,8 @@ def integrate(
     _core.integrate_batch(
         cap, ctx, n, npar, split, METHODS[method], t, x, par, y, status, stats,
         rtol, atol, h0, hm, int(max_steps), tol, int(max_iter), int(threads), int(block),
-        nstiff=nstiff, t_end=t_reached, dense=bool(dense), events=ev_args,
+        nstiff=nstiff, t_end=t_reached, dense=bool(dense), events=ev_args, taylor=tcap,
+        order=torder,
     )  # fmt: skip
     res = IntegrationResult(
         t=t,
@@ -363,11 +386,32 @@ def integrate(
         t_reached=t_reached,
         events=record,
     )
-    if wanted:
+    if wanted and cs is not None:
         res.observables = _observables(cs, list(system.observables), res, par, threads)
     if np.count_nonzero(status):
         report_failures(res, status != 0, keep_failed)
     return res
+
+
+def _taylor_order(order: Any, method: str) -> int:
+    """The ``order`` argument as the core's (0: from the tolerance); checks it."""
+    if order is None:
+        return 0
+    if method != "taylor":
+        raise ValueError(f"order applies to method='taylor' only, got method={method!r}")
+    if isinstance(order, (bool, np.bool_)) or not isinstance(order, (int, np.integer)):
+        raise TypeError(f"order must be an integer or None, got {type(order).__name__}")
+    if not 1 <= order <= _abi.TAYLOR_MAX_ORDER:
+        raise ValueError(f"order must be in [1, {_abi.TAYLOR_MAX_ORDER}] or None, got {order}")
+    return int(order)
+
+
+def _taylor_kernel(system: VectorField) -> tuple[Any, Any]:
+    """(capsule, ctx) of the system's Taylor kernel (``system.compile_taylor()``)."""
+    compile_taylor = getattr(system, "compile_taylor", None)
+    if compile_taylor is None:
+        raise TypeError(f"method='taylor': {type(system).__name__} has no Taylor kernels")
+    return compile_taylor().kernels["taylor"]
 
 
 def _event_spec(

@@ -49,6 +49,7 @@ def core_constants() -> dict[str, int]:
     out["NH_N_METHODS"] = _core.N_METHODS
     out["NH_NSTATS"] = _core.NSTATS
     out["NH_ADAPTIVE_MASK"] = _core.ADAPTIVE_MASK
+    out["NH_TAYLOR_MAX_ORDER"] = _core.TAYLOR_MAX_ORDER
     for key, value in _core.ERR.items():
         out["NH_OK" if key == "ok" else f"NH_ERR_{key.upper()}"] = value
     groups = {"LANE": _core.LANE, "INFO": _core.INFO, "HAS": _core.HAS, "STAT": _core.STAT}
@@ -92,7 +93,9 @@ def test_abi_module_agrees_with_headers():
     assert len(_abi.METHODS) == HEADER["NH_N_METHODS"]
     mask = HEADER["NH_ADAPTIVE_MASK"]
     assert _abi.ADAPTIVE == {k for k, v in _abi.METHODS.items() if (mask >> v) & 1}
-    assert _abi.ADAPTIVE == {"dopri5", "dop853"}
+    assert _abi.ADAPTIVE == {"dopri5", "dop853", "taylor"}
+    assert _abi.TAYLOR_MAX_ORDER == HEADER["NH_TAYLOR_MAX_ORDER"]
+    assert _abi.SYMBOL["taylor"] == "nh_taylor" and _abi.FLAG_MACRO["taylor"] == "NH_HAS_TAYLOR"
     lanes = {v for k, v in HEADER.items() if k.startswith("NH_LANE_")}
     assert set(_abi.STATUS) == lanes
     columns = sorted((v, k) for k, v in HEADER.items() if k.startswith("NH_STAT_"))
@@ -105,6 +108,14 @@ def test_abi_module_agrees_with_headers():
     }
     # Hairer's counts (DOP853/DOPRI5 codes): 15 estimates above the bound, 6 below reset
     assert _abi.STIFF == {"positives": 15, "reset": 6}
+
+
+def test_taylor_capsules_are_named_after_their_signature():
+    """A Taylor kernel travels in a capsule named ``nh_taylor_fn``: a plain kernel capsule is
+    refused where a Taylor kernel is expected (and an address of 0 never becomes one)."""
+    assert _core.TAYLOR_CAPSULE == b"nh_taylor_fn" and _core.KERNEL_CAPSULE == b"nh_kernel_fn"
+    with pytest.raises(ValueError, match="NULL"):
+        _core.taylor_capsule(0)
 
 
 def test_public_tables_come_from_the_abi():

@@ -65,5 +65,16 @@ typedef const int64_t *(*nh_info_fn)(void);
 #define NH_HAS_OBS 8
 #define NH_HAS_DHDQ 16
 #define NH_HAS_DHDP 32
+#define NH_HAS_TAYLOR 64
+
+/* Taylor kernel: normalised Taylor coefficients, to order `order`, of the solution through
+ * (t[l], x[l]) for lanes l < nlanes (SoA, lane stride ld):
+ *   coef[(k * n_state + i) * ld + l] = x_i^[k],   x_i(t + h) = sum_{k=0..order} x_i^[k] h^k,
+ * x^[0] = x. 1 <= order <= NH_TAYLOR_MAX_ORDER (else NH_ERR_ARG); the kernel allocates its
+ * own work (NH_ERR_NOMEM when it cannot). A Taylor library exports nh_info (flags
+ * NH_HAS_TAYLOR, nobs = nq = 0) and nh_taylor. */
+#define NH_TAYLOR_MAX_ORDER 100
+typedef int (*nh_taylor_fn)(void *ctx, const double *t, const double *x, const double *par,
+                            double *coef, int64_t order, int64_t nlanes, int64_t ld);
 
 #endif /* NH_ABI_H */

@@ -18,12 +18,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#ifndef NH_HAS_TAYLOR
-#define NH_HAS_TAYLOR 64
-#endif
-#ifndef NH_TAYLOR_MAX_ORDER
-#define NH_TAYLOR_MAX_ORDER 100
-#endif
+#include "nh_abi.h"
 
 #define NHT_ROW(a, j, i) ((a).p + (j) * (a).js + (i) * (a).is)
 

@@ -1,0 +1,261 @@
+/* Adaptive Taylor-series method over a block of lanes (method NH_TAYLOR).
+ *
+ * Every step calls the system's Taylor kernel once for the block (nh_taylor_fn: normalised
+ * coefficients x^[k], k <= p, of the solution through each lane's (t, x)), picks a step size
+ * per lane from the last two coefficients (Jorba & Zou 2005, as heyoka) or takes the fixed
+ * step opt->h, and sums the series by Horner's rule. Output times inside a step, and events,
+ * come from the same polynomial, so steps are never shortened except the one landing on the
+ * final output time. Every inner loop runs over lanes; a lane's arithmetic never involves
+ * another lane, so results do not depend on the block width or the number of threads. */
+#include "nh_block.h"
+
+/* The order of the series from the tolerance eps = min(rtol, atol): heyoka's rule
+ * p = ceil(-ln(eps) / 2 + 1), clamped to [2, NH_TAYLOR_MAX_ORDER]. */
+static int64_t order_from_tol(double rtol, double atol) {
+    const double eps = NH_MIN(rtol, atol);
+    double p = ceil(-0.5 * log(eps) + 1.0);
+    if (!(p >= 2.0)) p = 2.0; /* also NaN */
+    if (p > (double)NH_TAYLOR_MAX_ORDER) p = (double)NH_TAYLOR_MAX_ORDER;
+    return (int64_t)p;
+}
+
+/* The series of a block: coef[(k * n + i) * nl + l], k <= p; hu: the step of each lane. */
+typedef struct {
+    const double *coef;
+    int64_t p;
+    const double *hu;
+} tay_poly;
+
+/* Horner's rule for lane l at dt (time from the step's start): out[i * stride], i < n. */
+static inline void horner_lane(const double *coef, int64_t p, int64_t n, int64_t nl, int64_t l,
+                               double dt, double *out, int64_t stride) {
+    const int64_t ks = n * nl;
+    for (int64_t i = 0; i < n; ++i) {
+        const double *c = coef + i * nl + l;
+        double v = c[p * ks];
+        for (int64_t k = p - 1; k >= 0; --k) v = v * dt + c[k * ks];
+        out[i * stride] = v;
+    }
+}
+
+/* nh_dense_fn of the series: theta over the step (dt = theta * hu, exactly hu at theta 1). */
+static void dense_cb(const nh_block *b, const void *ctx, int64_t l, double th, double *out,
+                     int64_t stride) {
+    const tay_poly *s = (const tay_poly *)ctx;
+    horner_lane(s->coef, s->p, b->n, b->nl, l, th * s->hu[l], out, stride);
+}
+
+/* Horner's rule for every lane at dt[l]: out[i * nl + l] (per lane the operations of
+ * horner_lane). The order k runs outermost: each pass streams one coefficient row (n nl
+ * contiguous doubles) into out, which stays in cache, instead of p + 1 strided streams. */
+NH_INLINE void horner_block(const double *restrict coef, int64_t p, int64_t n, int64_t nl,
+                            const double *restrict dt, double *restrict out) {
+    const int64_t ks = n * nl;
+    memcpy(out, coef + p * ks, sizeof(double) * (size_t)ks);
+    for (int64_t k = p - 1; k >= 0; --k) {
+        const double *restrict c = coef + k * ks;
+        for (int64_t i = 0; i < n; ++i)
+            for (int64_t l0 = 0; l0 < nl; l0 += NH_CHUNK) {
+                const int64_t o = i * nl + l0;
+#if NH_HAVE_VEC
+                nh_st(out + o, nh_ld(out + o) * nh_ld(dt + l0) + nh_ld(c + o));
+#else
+                for (int j = 0; j < NH_CHUNK; ++j) out[o + j] = out[o + j] * dt[l0 + j] + c[o + j];
+#endif
+            }
+    }
+}
+
+/* Infinity norm over the n components of v (SoA) per lane; NaN stays NaN. */
+NH_INLINE void norm_inf(const double *restrict v, int64_t n, int64_t nl, double *restrict out) {
+    for (int64_t l = 0; l < nl; ++l) out[l] = 0.0;
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t l = 0; l < nl; ++l) {
+            const double a = fabs(v[i * nl + l]);
+            out[l] = (a > out[l] || a != a) ? a : out[l];
+        }
+}
+
+NH_CLONES int nh_run_taylor(nh_block *b) {
+    const nh_options *o = b->opt;
+    const int64_t n = b->n, nl = b->nl, m = n * nl;
+    const int fixed = o->h > 0.0;
+    const int64_t p = o->order > 0 ? o->order : order_from_tol(o->rtol, o->atol);
+    if (p < 1 || p > NH_TAYLOR_MAX_ORDER) return NH_ERR_ARG;
+    if (!nh_fits((p + 1) * n, nl)) return NH_ERR_SIZE;
+    const double dir = b->t_eval[b->nt - 1] >= b->t_eval[0] ? 1.0 : -1.0;
+    const double hmax = o->hmax > 0.0 ? o->hmax : INFINITY;
+    const double rtol = o->rtol, atol = o->atol;
+    /* Jorba & Zou's safety factors: exp(-2) exp(-0.7 / (p - 1)) with the order from the
+     * tolerance (the radius of convergence then sets the step), exp(-0.7 / (p - 1)) with a
+     * fixed order (the error estimate eps^(1/k) is in the radius). */
+    const double fac = o->order > 0 ? (p > 1 ? exp(-0.7 / (double)(p - 1)) : 1.0)
+                                    : exp(-2.0) * exp(-0.7 / (double)(p - 1));
+    const double ip = 1.0 / (double)p, ip1 = p > 1 ? 1.0 / (double)(p - 1) : 0.0;
+    const nh_events *ev = b->ev;
+    const int64_t nev = ev ? ev->nev : 0;
+
+    /* coef [(p+1) n][nl], xn [n][nl], then per-lane arrays (8 nl); zero: padding stays finite */
+    double *buf = (double *)calloc((size_t)((p + 2) * m + 8 * nl), sizeof(double));
+    unsigned char *flags = (unsigned char *)calloc((size_t)(3 * nl), 1);
+    nh_ev_work w;
+    if (!buf || !flags || nh_ev_alloc(&w, ev, n, nl) != NH_OK) {
+        free(buf);
+        free(flags);
+        return NH_ERR_NOMEM;
+    }
+    double *coef = buf, *xn = buf + (p + 1) * m;
+    double *hu = xn + m, *told = hu + nl, *nx = told + nl, *n1 = nx + nl, *n2 = n1 + nl;
+    double *target = n2 + nl;
+    unsigned char *hit = flags, *fin = flags + nl, *fresh = flags + 2 * nl;
+    const tay_poly poly = {coef, p, hu};
+    const int64_t pad = nl - b->nw; /* padding slots, always idle */
+    int64_t idle = nl;
+    int rc = NH_OK;
+
+    for (;;) {
+        if (nh_stopping(b)) { /* the driver marks the unfinished trajectories */
+            rc = NH_ERR_INTERRUPTED;
+            break;
+        }
+        /* Idle slots take waiting trajectories (a refill costs no kernel call). */
+        if (idle > pad && nh_pending(b) && nh_refill(b, fresh) > 0) {
+            if (ev) { /* g at the initial states */
+                rc = ev->fn(ev->ctx, b->tl, b->x, b->par, w.gt, b->nw, nl);
+                if (rc != NH_OK) break;
+                for (int64_t j = 0; j < nev * nl; ++j)
+                    if (fresh[j % nl]) w.g0[j] = w.gt[j];
+            }
+            nh_finite_lanes(b->x, n, nl, fin);
+            for (int64_t l = 0; l < nl; ++l)
+                if (fresh[l] && b->active[l] && !fin[l]) nh_fail(b, l, NH_LANE_NONFINITE);
+        }
+        if (nh_count_active(b) == 0) {
+            if (nh_pending(b)) {
+                idle = nl;
+                continue;
+            }
+            break;
+        }
+        /* The series of every slot in use (one kernel call: one evaluation per lane). */
+        b->ncalls += 1;
+        rc = b->sys->taylor(b->sys->ctx, b->tl, b->x, b->par, coef, p, b->nw, nl);
+        if (rc != NH_OK) break;
+        /* Step sizes. */
+        if (!fixed) {
+            norm_inf(b->x, n, nl, nx);
+            norm_inf(coef + p * m, n, nl, n2);
+            if (p > 1) norm_inf(coef + (p - 1) * m, n, nl, n1);
+        }
+        for (int64_t l = 0; l < nl; ++l) {
+            hit[l] = 0;
+            hu[l] = 0.0;
+            if (!b->active[l]) continue;
+            double h = o->h;
+            if (!fixed) {
+                if (!isfinite(n2[l]) || (p > 1 && !isfinite(n1[l]))) {
+                    nh_fail(b, l, NH_LANE_NONFINITE);
+                    continue;
+                }
+                const int absolute = rtol * nx[l] <= atol;
+                const double s = absolute ? 1.0 : nx[l];
+                const double e = o->order > 0 ? (absolute ? atol : rtol) : 1.0;
+                const double r2 = pow(e * s / n2[l], ip);
+                const double r1 = p > 1 ? pow(e * s / n1[l], ip1) : INFINITY;
+                h = NH_MIN(r1, r2) * fac;
+            }
+            h = NH_MIN(h, hmax);
+            target[l] = b->t_eval[b->nt - 1];
+            const double rest = target[l] - b->tl[l];
+            if (h >= fabs(rest) * (1.0 - 1e-12)) {
+                hu[l] = rest;
+                hit[l] = 1;
+            } else if (h <= 10.0 * 2.220446049250313e-16 * NH_MAX(fabs(b->tl[l]), 1e-300) ||
+                       h < 1e-300) {
+                nh_fail(b, l, NH_LANE_STEP_UNDERFLOW);
+            } else {
+                hu[l] = dir * h;
+            }
+        }
+        horner_block(coef, p, n, nl, hu, xn);
+        nh_finite_lanes(xn, n, nl, fin);
+        int64_t *steps = nh_cnt(b, NH_STAT_STEPS);
+        for (int64_t l = 0; l < nl; ++l) {
+            told[l] = b->tl[l];
+            if (!b->active[l]) continue;
+            if (!fin[l]) {
+                nh_fail(b, l, NH_LANE_NONFINITE);
+                continue;
+            }
+            b->tl[l] = hit[l] ? target[l] : b->tl[l] + hu[l];
+            steps[l] += 1;
+        }
+        /* Events on the series of the steps just taken. */
+        if (ev) {
+            int64_t anyev = 0;
+            rc = ev->fn(ev->ctx, b->tl, xn, b->par, w.g1, b->nw, nl);
+            if (rc != NH_OK) break;
+            for (int64_t l = 0; l < nl; ++l) {
+                unsigned char cr = 0;
+                for (int64_t j = 0; j < nev && b->active[l] && !cr; ++j)
+                    cr = (unsigned char)nh_ev_crossing(w.g0[j * nl + l], w.g1[j * nl + l],
+                                                       ev->direction[j]);
+                w.cross[l] = cr;
+                w.stop[l] = 0;
+                anyev += cr;
+            }
+            if (anyev) {
+                rc = nh_ev_locate(b, ev, dense_cb, &poly, hu, told, xn, &w);
+                if (rc != NH_OK) break;
+            }
+            for (int64_t j = 0; j < nev * nl; ++j)
+                if (b->active[j % nl]) w.g0[j] = w.g1[j];
+        }
+        /* Outputs inside the steps from the series, then the new states. */
+        idle = 0;
+        for (int64_t l = 0; l < nl; ++l) {
+            if (!b->active[l]) {
+                ++idle;
+                continue;
+            }
+            const int st = ev && w.stop[l];
+            const double tlim = st ? w.tstop[l] : b->tl[l];
+            while (b->kout[l] < b->nt) {
+                const double tk = b->t_eval[b->kout[l]];
+                if (!(dir * (tlim - tk) > 0.0 || (st && tk == tlim))) break;
+                horner_lane(coef, p, n, nl, l, tk - told[l],
+                            b->y + (b->gid[l] * b->nt + b->kout[l]) * n, 1);
+                b->kout[l] += 1;
+            }
+            for (int64_t i = 0; i < n; ++i) b->x[i * nl + l] = xn[i * nl + l];
+            if (st) { /* a terminal event ended the trajectory */
+                b->tl[l] = w.tstop[l];
+                for (int64_t k = b->kout[l]; k < b->nt; ++k) {
+                    double *row = b->y + (b->gid[l] * b->nt + k) * n;
+                    for (int64_t i = 0; i < n; ++i) row[i] = NAN;
+                }
+                b->kout[l] = b->nt;
+                nh_retire(b, l);
+                ++idle;
+                continue;
+            }
+            if (hit[l]) { /* landed on the final output time */
+                while (b->kout[l] < b->nt) {
+                    nh_store(b, l, b->kout[l]);
+                    b->kout[l] += 1;
+                }
+                nh_retire(b, l);
+                ++idle;
+                continue;
+            }
+            if (steps[l] >= o->max_steps) {
+                nh_fail(b, l, NH_LANE_MAX_STEPS);
+                ++idle;
+            }
+        }
+    }
+    free(buf);
+    free(flags);
+    nh_ev_free(&w);
+    return rc;
+}
