@@ -16,6 +16,11 @@ is the anchor's time over nhfast's (one thread, same method where nhfast has it)
 final-state error both times are read off log-log work-precision lines at an error where both
 were measured; when the errors do not overlap, nhfast's run of nearest error is used, and
 without errors the run at the same settings; the row says which.
+
+A work-precision sweep (``benchmarks/bench_work_precision.py``: JSON with ``"kind":
+"nhfast-work-precision"``) gets its own section, from the newest such file: a log-log
+error-against-time figure per problem, nhfast's time over heyoka's and SciPy's at equal error
+against the issue's goals, and heyoka's JIT seconds beside nhfast's generate + compile seconds.
 """
 
 from __future__ import annotations
@@ -134,6 +139,8 @@ def load(paths: Iterable[Path | str]) -> tuple[list[Record], list[dict], list[st
         except (OSError, ValueError) as exc:
             notes.append(f"{f.name}: unreadable ({exc}); skipped.")
             continue
+        if isinstance(data, dict) and data.get("kind") == WP_KIND:
+            continue  # a work-precision sweep: its own section (wp_section)
         if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
             notes.append(f"{f.name}: not pytest-benchmark JSON; skipped.")
             continue
@@ -377,6 +384,257 @@ def plots(records: list[Record], history: list[Record], out: Path) -> list[tuple
     return shown
 
 
+# ------------------------------------------------------------ work-precision sweep ----
+
+WP_KIND = "nhfast-work-precision"
+#: nhfast's goal against heyoka: time at equal error at most this times heyoka's (issue 12).
+WP_GOAL_HEYOKA = {"many": 0.67, "one": 1.0}
+#: ... and against SciPy per trajectory.
+WP_GOAL_SCIPY = 0.01
+WP_COLOURS = {
+    "nhfast-dop853": "#1f4e9c", "nhfast-taylor": "#6a3d9a", "heyoka-scalar": "#17becf",
+    "heyoka-batch": "#2ca02c", "heyoka-ensemble": "#98df8a", "scipy": "#d62728",
+}  # fmt: skip
+
+
+def wp_documents(paths: Iterable[Path | str]) -> list[tuple[str, dict]]:
+    """(file name, document) of every work-precision sweep among ``paths``, oldest first."""
+    files = []
+    for p in map(Path, paths):
+        files += sorted(p.glob("*.json")) if p.is_dir() else [p]
+    out = []
+    for f in files:
+        try:
+            data = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("kind") == WP_KIND:
+            out.append((f.name, data))
+    return sorted(out, key=lambda fd: str(fd[1].get("datetime", "")))
+
+
+def wp_frontier(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The (error, seconds) points no other point beats in both, by falling error."""
+    front: list[tuple[float, float]] = []
+    for e, t in sorted(points, key=lambda p: (p[1], p[0])):
+        if e > 0 and math.isfinite(e) and (not front or e < front[-1][0]):
+            front.append((e, t))
+    return sorted(front)
+
+
+def wp_equal_error(
+    ours: list[tuple[float, float]], theirs: list[tuple[float, float]]
+) -> tuple[float, float, float, float, float] | None:
+    """(geometric-mean ratio ours/theirs, least, greatest, lowest and highest error) at equal
+    error on the log-log frontiers, over the errors both reach; None without overlap."""
+    a, b = wp_frontier(ours), wp_frontier(theirs)
+    if not a or not b:
+        return None
+    lo = max(a[0][0], b[0][0]) / ERROR_SLACK
+    hi = min(a[-1][0], b[-1][0]) * ERROR_SLACK
+    errors = sorted({e for e, _ in a + b if lo <= e <= hi})
+    ratios = []
+    for e in errors:
+        ta, tb = time_at(a, e), time_at(b, e)
+        if ta and tb:
+            ratios.append((e, ta / tb))
+    if not ratios:
+        return None
+    rs = [r for _, r in ratios]
+    mean = math.exp(statistics.fmean(map(math.log, rs)))
+    return mean, min(rs), max(rs), ratios[0][0], ratios[-1][0]
+
+
+def wp_ratios(doc: dict) -> list[dict]:
+    """nhfast's time over each anchor's at equal final-state error, per case: one-thread
+    nhfast against heyoka scalar and batch and SciPy, two-thread nhfast against heyoka's
+    batch mode on two threads and its ensemble (two threads). ``goal``: the issue's bound on
+    the ratio; ``met``: whether it holds (None without an overlap of errors)."""
+    pts: dict = defaultdict(list)
+    for r in doc.get("runs", []):
+        key = (r["problem"], r["n"], r["lanes"], r["impl"], r["threads"])
+        pts[key].append((r["error"], r["per_trajectory_seconds"]))
+    cases = sorted({k[:3] for k in pts}, key=natural)
+    pairs = [(("heyoka-scalar", 1), 1), (("heyoka-batch", 1), 1), (("heyoka-batch", 2), 2),
+             (("heyoka-ensemble", 2), 2), (("scipy", 1), 1)]  # fmt: skip
+    out = []
+    for case in cases:
+        for ours in ("nhfast-dop853", "nhfast-taylor"):
+            for (anchor, at), threads in pairs:
+                a, b = pts.get((*case, ours, threads)), pts.get((*case, anchor, at))
+                if not a or not b:
+                    continue
+                if anchor == "scipy":
+                    goal = WP_GOAL_SCIPY
+                else:
+                    goal = WP_GOAL_HEYOKA["one" if case[2] == 1 else "many"]
+                found = wp_equal_error(a, b)
+                row = dict(problem=case[0], n=case[1], lanes=case[2], nhfast=ours,
+                           threads=threads, anchor=anchor, goal=goal)  # fmt: skip
+                if found:
+                    mean, lo, hi, e0, e1 = found
+                    row |= dict(ratio=mean, least=lo, greatest=hi, errors=(e0, e1),
+                                met=mean <= goal)  # fmt: skip
+                else:
+                    ea, eb = wp_frontier(a), wp_frontier(b)
+                    row |= dict(
+                        ratio=math.nan,
+                        met=None,
+                        note=(
+                            f"no overlap: nhfast {ea[0][0]:.1e}..{ea[-1][0]:.1e}, "
+                            f"{anchor} {eb[0][0]:.1e}..{eb[-1][0]:.1e}"
+                            if ea and eb
+                            else "no errors"
+                        ),
+                    )
+                out.append(row)
+    return out
+
+
+def wp_compile(doc: dict) -> list[dict]:
+    """heyoka's JIT seconds (least and greatest over the tolerances) beside nhfast's
+    generate + compile seconds (cold cache), per problem and n."""
+    rows: dict = {}
+    for c in doc.get("compile", []):
+        key = (c["problem"], c["n"])
+        row = rows.setdefault(key, dict(problem=c["problem"], n=c["n"]))
+        span = row.setdefault(c["impl"], [math.inf, 0.0])
+        span[0], span[1] = min(span[0], c["seconds"]), max(span[1], c["seconds"])
+        row["compact_mode"] = c.get("compact_mode")
+    for c in doc.get("nhfast_compile", []):
+        rows.setdefault((c["problem"], c["n"]), dict(problem=c["problem"], n=c["n"]))[c["impl"]] = [
+            c["seconds"],
+            c["seconds"],
+        ]
+    return [rows[k] for k in sorted(rows, key=natural)]
+
+
+def wp_text(doc: dict) -> str:
+    """The ratio and compile tables as plain text (for the terminal)."""
+    lines = ["problem       n    N      nhfast          thr anchor           ratio   goal  met"]
+    for r in wp_ratios(doc):
+        met = {True: "yes", False: "NO", None: "-"}[r["met"]]
+        ratio = f"{r['ratio']:7.3f}" if math.isfinite(r["ratio"]) else "    n/a"
+        anchor = r["anchor"] + (" x2" if r["threads"] > 1 else "")
+        lines.append(
+            f"{r['problem']:12s} {r['n']:3d} {r['lanes']:6d} {r['nhfast']:15s} {r['threads']:3d} "
+            f"{anchor:15s} {ratio} {r['goal']:6.2f}  {met} {r.get('note', '')}"
+        )
+    lines.append("compile seconds (heyoka JIT per tolerance: least..greatest; nhfast cold cache)")
+    for c in wp_compile(doc):
+        cells = [f"{k} {v[0]:.3g}..{v[1]:.3g}" for k, v in c.items() if isinstance(v, list)]
+        lines.append(f"  {c['problem']} n={c['n']}: " + ", ".join(cells))
+    for s in doc.get("skipped", [])[:1]:
+        lines.append(f"skipped {s['impl']}: {s['reason']}")
+    return "\n".join(lines)
+
+
+def wp_figures(doc: dict, out: Path, stem: str) -> list[str]:
+    """One log-log PNG per problem (a panel per n and N): seconds per trajectory against
+    final-state error, a line per implementation and thread count; the PNG names."""
+    panels: dict = defaultdict(lambda: defaultdict(list))
+    for r in doc.get("runs", []):
+        label = r["impl"] + (f" x{r['threads']}" if r["threads"] > 1 else "")
+        t_end = r.get("t_end")
+        title = f"n={r['n']} N={r['lanes']}" + (f" t={t_end:g}" if t_end is not None else "")
+        panels[r["problem"]][title].append((label, r["error"], r["per_trajectory_seconds"]))
+    names = []
+    for problem in sorted(panels):
+        keys = sorted(panels[problem], key=natural)
+        cols = min(3, len(keys))
+        rows = math.ceil(len(keys) / cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(3.8 * cols, 3.0 * rows), squeeze=False)
+        handles = {}
+        order = sorted({label for pts in panels[problem].values() for label, _, _ in pts})
+        for ax, key in zip(axes.flat, keys, strict=False):
+            lines = defaultdict(list)
+            for label, e, t in panels[problem][key]:
+                if e > 0 and math.isfinite(e):
+                    lines[label].append((e, t))
+            for label, ps in sorted(lines.items()):
+                ps.sort()
+                i = order.index(label)  # one colour and marker per line on the whole figure
+                colour = WP_COLOURS.get(label.split(" ")[0], f"C{i % 10}")
+                h = ax.plot(
+                    [p[0] for p in ps],
+                    [p[1] for p in ps],
+                    marker=MARKERS[i % 10],
+                    ms=4,
+                    lw=1.2,
+                    color=colour,
+                    ls="--" if " x" in label else "-",
+                )
+                handles.setdefault(label, h[0])
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(f"{problem} {key}", fontsize=9)
+            ax.set_xlabel("final-state error", fontsize=8)
+            ax.set_ylabel("seconds per trajectory", fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.grid(True, which="both", alpha=0.25)
+        for ax in list(axes.flat)[len(keys) :]:
+            ax.set_visible(False)
+        fig.tight_layout()
+        fig.legend(handles.values(), handles, loc="center left", bbox_to_anchor=(1, 0.5),
+                   fontsize=7)  # fmt: skip
+        name = f"{stem}_{re.sub(r'[^a-z0-9]+', '_', problem.lower())}.png"
+        fig.savefig(out / name, dpi=90, bbox_inches="tight")
+        plt.close(fig)
+        names.append(name)
+    return names
+
+
+def wp_section(paths: Iterable[Path | str], out: Path) -> str:
+    """HTML of the newest work-precision sweep: figures, ratios at equal error, compile
+    times; empty when there is none."""
+    docs = wp_documents(paths)
+    if not docs:
+        return ""
+    name, doc = docs[-1]
+    m = doc.get("machine_info", {})
+    parts = [
+        "<h2>Work-precision sweep: nhfast against heyoka and SciPy</h2>",
+        f"<p class=sub>{html.escape(name)}, {html.escape(str(doc.get('datetime', '?')))}, "
+        f"{html.escape(str(m.get('cpu', '?')))} ({m.get('cores', '?')} cores), heyoka "
+        f"{html.escape(str(m.get('heyoka', '?')))}; error: max abs over the first "
+        f"{doc.get('err_lanes', '?')} trajectories against {html.escape(str(doc.get('reference')))}"
+        ". Ratio = nhfast's time ÷ the anchor's at equal final-state error (log-log "
+        "frontiers; geometric mean over the errors both reach); below the goal is met.</p>",
+    ]
+    for png in wp_figures(doc, out, Path(name).stem):
+        parts.append(f'<img src="{png}" alt="work-precision {html.escape(png)}">')
+    rows = []
+    for r in wp_ratios(doc):
+        ok = r["met"]
+        cls = "settings" if ok is None else ("win" if ok else "loss")
+        ratio = fmt(r["ratio"]) + "×" if math.isfinite(r["ratio"]) else "–"
+        at = (f"{r['errors'][0]:.1e} to {r['errors'][1]:.1e} (×{fmt(r['least'])}–"
+              f"{fmt(r['greatest'])})" if "errors" in r else r.get("note", ""))  # fmt: skip
+        rows.append([td(r["problem"]), td(r["n"], "num"), td(r["lanes"], "num"),
+                     td(r["nhfast"]), td(r["threads"], "num"), td(r["anchor"]),
+                     td(ratio, cls + " num"), td(f"≤ {r['goal']:g}", "num"), td(at)])  # fmt: skip
+    head = ["Problem", "n", "N", "nhfast", "Threads", "Anchor", "Time ratio", "Goal", "At errors"]
+    parts.append("<h3>Time ratios at equal error</h3>" + table(head, rows, box=True))
+    impls = sorted({k for c in wp_compile(doc) for k, v in c.items() if isinstance(v, list)})
+    crow = []
+    for c in wp_compile(doc):
+        cells = [td(c["problem"]), td(c["n"], "num")]
+        for k in impls:
+            v = c.get(k)
+            cells.append(td("–" if v is None else (fmt(v[0], "s") if v[0] == v[1] else
+                            f"{fmt(v[0], 's')} – {fmt(v[1], 's')}"), "num"))  # fmt: skip
+        crow.append(cells + [td("yes" if c.get("compact_mode") else "no")])
+    parts.append(
+        "<h3>heyoka JIT (per tolerance) and nhfast generate + compile (cold cache)</h3>"
+        + table(["Problem", "n", *impls, "heyoka compact mode"], crow)
+    )
+    skipped = sorted({f"{s['impl']}: {s['reason']}" for s in doc.get("skipped", [])})
+    if skipped:
+        items = "".join(f"<li>{html.escape(s)}</li>" for s in skipped)
+        parts.append(f"<ul class=note>{items}</ul>")
+    return "".join(parts)
+
+
 # ---------------------------------------------------------------------------- page ----
 
 CSS = """
@@ -483,6 +741,7 @@ def build(paths: Iterable[Path | str], out: Path) -> Path:
     index.parent.mkdir(parents=True, exist_ok=True)
     for old in index.parent.glob("*.png"):
         old.unlink()
+    paths = list(paths)
     records, runs, notes = load(paths)
     recs = latest(records)
     rs, more = ratios(recs)
@@ -513,6 +772,7 @@ def build(paths: Iterable[Path | str], out: Path) -> Path:
         parts.append(f"<h2>{html.escape(heading)}</h2>{body}")
         if i == 0 and rs:
             parts.append("<h2>Speed-up per configuration</h2>" + matrix(rs))
+    parts.append(wp_section(paths, index.parent))
     full = table(list(COLUMNS), [[cell(r) for cell in COLUMNS.values()] for r in recs], box=True)
     parts.append("<h2>Every benchmark (latest run)</h2>" + full)
     for r in runs:

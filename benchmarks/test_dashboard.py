@@ -167,3 +167,62 @@ def test_headless_chromium_screenshot(saved_page: Path, tmp_path: Path) -> None:
     dark = (pixels.mean(axis=2) < 0.5).mean()
     assert pixels.std() > 0.05 and 0.005 < dark < 0.5  # text on a light page, not a blank one
     assert len(np.unique(pixels.reshape(-1, 3), axis=0)) > 50
+
+
+def wp_run(impl: str, threads: int, error: float, seconds: float, lanes: int = 1000) -> dict:
+    """One run of a work-precision sweep: ``seconds`` per trajectory."""
+    return dict(problem="veselova", n=4, lanes=lanes, t_end=10.0, impl=impl, threads=threads,
+                tol=error, seconds=seconds * lanes, timed_lanes=lanes,
+                per_trajectory_seconds=seconds, error=error, steps=10)  # fmt: skip
+
+
+WP_DOC = {
+    "kind": "nhfast-work-precision", "datetime": "2026-11-23T12:00:00+00:00",
+    "machine_info": {"cpu": "test cpu", "cores": 2, "heyoka": "7"}, "err_lanes": 32,
+    "reference": "long double", "runs": [
+        wp_run("nhfast-dop853", 1, 1e-8, 1.0), wp_run("nhfast-dop853", 1, 1e-10, 2.0),
+        wp_run("nhfast-dop853", 1, 1e-9, 5.0),  # beaten by the 1e-10 run: off the frontier
+        # through (1e-7, 10) and (1e-11, 40): 10 sqrt(2) x nhfast's time at 1e-8 and 1e-10
+        wp_run("heyoka-batch", 1, 1e-7, 10.0), wp_run("heyoka-batch", 1, 1e-11, 40.0),
+        wp_run("nhfast-dop853", 2, 1e-8, 0.5), wp_run("heyoka-ensemble", 2, 1e-14, 1.0),
+        wp_run("scipy", 1, 1e-8, 300.0), wp_run("scipy", 1, 1e-10, 600.0),
+        wp_run("nhfast-dop853", 1, 1e-9, 1.0, lanes=1),
+        wp_run("heyoka-scalar", 1, 1e-9, 0.5, lanes=1),
+    ],
+    "compile": [dict(problem="veselova", n=4, impl="heyoka-batch", tol=t, seconds=s,
+                     compact_mode=False, order=12) for t, s in ((1e-9, 0.3), (1e-15, 0.9))],
+    "nhfast_compile": [dict(problem="veselova", n=4, impl="nhfast-dop853", seconds=0.5)],
+    "skipped": [dict(problem="veselova", n=4, lanes=1000, impl="nhfast-taylor", threads=1,
+                     reason="method='taylor' unavailable")],
+}  # fmt: skip
+
+
+def test_work_precision_ratios_at_equal_error() -> None:
+    assert db.wp_frontier([(1e-8, 1.0), (1e-9, 5.0), (1e-10, 2.0)]) == [(1e-10, 2.0), (1e-8, 1.0)]
+    got = {(r["lanes"], r["threads"], r["anchor"]): r for r in db.wp_ratios(WP_DOC)}
+    batch = got[1000, 1, "heyoka-batch"]
+    assert batch["ratio"] == pytest.approx(1 / (10 * math.sqrt(2)))
+    assert batch["errors"] == (1e-10, 1e-8) and batch["met"] and batch["goal"] == 0.67
+    scipy = got[1000, 1, "scipy"]
+    assert scipy["ratio"] == pytest.approx(1 / 300) and scipy["met"]
+    ens = got[1000, 2, "heyoka-ensemble"]
+    assert ens["met"] is None and "no overlap" in ens["note"]
+    one = got[1, 1, "heyoka-scalar"]  # one trajectory: goal 1.0, nhfast twice as slow
+    assert (one["goal"], one["ratio"], one["met"]) == (1.0, pytest.approx(2.0), False)
+    assert "nhfast-dop853 0.5..0.5" in db.wp_text(WP_DOC)
+    (row,) = db.wp_compile(WP_DOC)
+    assert row["heyoka-batch"] == [0.3, 0.9] and row["nhfast-dop853"] == [0.5, 0.5]
+
+
+def test_work_precision_section(tmp_path: Path) -> None:
+    (tmp_path / "wp.json").write_text(json.dumps(WP_DOC), encoding="utf-8")
+    write(tmp_path / "run.json", SYNTHETIC)
+    records, runs, notes = db.load([tmp_path])
+    assert len(runs) == 1 and not notes  # the sweep is not a pytest-benchmark run, nor skipped
+    page = db.build([tmp_path], tmp_path / "out").read_text(encoding="utf-8")
+    section = page[page.index("Work-precision sweep") : page.index("Every benchmark")]
+    assert "wp_veselova.png" in section and "Time ratios at equal error" in section
+    assert "0.0707×" in section and "no overlap" in section and "heyoka compact mode" in section
+    assert "method=&#x27;taylor&#x27; unavailable" in section
+    png = tmp_path / "out" / "wp_veselova.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
