@@ -41,45 +41,69 @@ static inline void NHT(nht_addc)(int64_t nc, NHT_T *o, NHT(nht_in) c) {
     for (int64_t i = 0; i < nc; ++i) o[i] += c.p[i * c.is];
 }
 
-/* sum_{j=j0..j1} w(j) a^[j] b^[m-j] for component i, w(j) = 1 or j (weighted): four partial
- * sums (independent chains for the processor; a fixed order, the same for every lane type). */
-static inline NHT_T NHT(nht_dot)(int64_t j0, int64_t j1, int64_t m, int64_t i, NHT(nht_in) a,
-                                 NHT(nht_in) b, int weighted) {
-    NHT_T s0 = NHT_ZERO, s1 = NHT_ZERO, s2 = NHT_ZERO, s3 = NHT_ZERO;
-    int64_t j = j0;
-    if (weighted) {
-        for (; j + 3 <= j1; j += 4) {
-            s0 += (double)j * NHT_ROW(a, j, i)[0] * NHT_ROW(b, m - j, i)[0];
-            s1 += (double)(j + 1) * NHT_ROW(a, j + 1, i)[0] * NHT_ROW(b, m - j - 1, i)[0];
-            s2 += (double)(j + 2) * NHT_ROW(a, j + 2, i)[0] * NHT_ROW(b, m - j - 2, i)[0];
-            s3 += (double)(j + 3) * NHT_ROW(a, j + 3, i)[0] * NHT_ROW(b, m - j - 3, i)[0];
-        }
-        for (; j <= j1; ++j) s0 += (double)j * NHT_ROW(a, j, i)[0] * NHT_ROW(b, m - j, i)[0];
-    } else {
-        for (; j + 3 <= j1; j += 4) {
-            s0 += NHT_ROW(a, j, i)[0] * NHT_ROW(b, m - j, i)[0];
-            s1 += NHT_ROW(a, j + 1, i)[0] * NHT_ROW(b, m - j - 1, i)[0];
-            s2 += NHT_ROW(a, j + 2, i)[0] * NHT_ROW(b, m - j - 2, i)[0];
-            s3 += NHT_ROW(a, j + 3, i)[0] * NHT_ROW(b, m - j - 3, i)[0];
-        }
-        for (; j <= j1; ++j) s0 += NHT_ROW(a, j, i)[0] * NHT_ROW(b, m - j, i)[0];
-    }
-    return (s0 + s1) + (s2 + s3);
-}
-
+#if NHT_LANES == 1
+/* One lane: the components are contiguous doubles, so an operation's sums run over j outside
+ * and its components inside (vectorised over the components). */
 /* o^[k] = sum_{j=0..k} a^[j] b^[k-j]. */
 static inline void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                 NHT(nht_in) b) {
-    for (int64_t i = 0; i < nc; ++i) o[k * ojs + i] = NHT(nht_dot)(0, k, k, i, a, b, 0);
+    NHT_T *ok = o + k * ojs;
+    for (int64_t i = 0; i < nc; ++i) ok[i] = NHT_ROW(a, 0, i)[0] * NHT_ROW(b, k, i)[0];
+    for (int64_t j = 1; j <= k; ++j)
+        for (int64_t i = 0; i < nc; ++i) ok[i] += NHT_ROW(a, j, i)[0] * NHT_ROW(b, k - j, i)[0];
 }
 
 /* o^[k] -= sum_{j=j0..k} a^[j] b^[k-j] (part of a product; j0 = 1 leaves out a^[0]). */
 static inline void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                    NHT(nht_in) b, int64_t j0) {
-    for (int64_t i = 0; i < nc; ++i) o[k * ojs + i] -= NHT(nht_dot)(j0, k, k, i, a, b, 0);
+    NHT_T *ok = o + k * ojs;
+    for (int64_t j = j0; j <= k; ++j)
+        for (int64_t i = 0; i < nc; ++i) ok[i] -= NHT_ROW(a, j, i)[0] * NHT_ROW(b, k - j, i)[0];
 }
 
 /* o^[k] = sum_{j=0..k} a^[j] a^[k-j], by symmetry. */
+static inline void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
+    NHT_T *ok = o + k * ojs;
+    for (int64_t i = 0; i < nc; ++i) ok[i] = NHT_ZERO;
+    for (int64_t j = 0; 2 * j < k; ++j)
+        for (int64_t i = 0; i < nc; ++i) ok[i] += NHT_ROW(a, j, i)[0] * NHT_ROW(a, k - j, i)[0];
+    for (int64_t i = 0; i < nc; ++i) ok[i] = 2.0 * ok[i];
+    if (k % 2 == 0)
+        for (int64_t i = 0; i < nc; ++i) ok[i] += NHT_ROW(a, k / 2, i)[0] * NHT_ROW(a, k / 2, i)[0];
+}
+
+/* o = a / b: o^[k] = (a^[k] - sum_{j=1..k} b^[j] o^[k-j]) / b^[0]; a_const: a is a constant. */
+static inline void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
+                                int a_const, NHT(nht_in) b) {
+    NHT_T *ok = o + k * ojs;
+    for (int64_t i = 0; i < nc; ++i)
+        ok[i] = a_const ? (k == 0 ? a.p[i * a.is] : NHT_ZERO) : NHT_ROW(a, k, i)[0];
+    for (int64_t j = 1; j <= k; ++j)
+        for (int64_t i = 0; i < nc; ++i) ok[i] -= NHT_ROW(b, j, i)[0] * o[(k - j) * ojs + i];
+    for (int64_t i = 0; i < nc; ++i) ok[i] = ok[i] / NHT_ROW(b, 0, i)[0];
+}
+
+#else
+/* Vectors of lanes: one component at a time, its sum in a register. The sums run over j in
+ * the same order as in the one-lane forms above, so a lane gets the same bits in either pass. */
+static inline void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
+                                NHT(nht_in) b) {
+    for (int64_t i = 0; i < nc; ++i) {
+        NHT_T s = NHT_ROW(a, 0, i)[0] * NHT_ROW(b, k, i)[0];
+        for (int64_t j = 1; j <= k; ++j) s += NHT_ROW(a, j, i)[0] * NHT_ROW(b, k - j, i)[0];
+        o[k * ojs + i] = s;
+    }
+}
+
+static inline void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
+                                   NHT(nht_in) b, int64_t j0) {
+    for (int64_t i = 0; i < nc; ++i) {
+        NHT_T s = o[k * ojs + i];
+        for (int64_t j = j0; j <= k; ++j) s -= NHT_ROW(a, j, i)[0] * NHT_ROW(b, k - j, i)[0];
+        o[k * ojs + i] = s;
+    }
+}
+
 static inline void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
     for (int64_t i = 0; i < nc; ++i) {
         NHT_T s = NHT_ZERO;
@@ -90,16 +114,15 @@ static inline void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NH
     }
 }
 
-/* o = a / b: o^[k] = (a^[k] - sum_{j=1..k} b^[j] o^[k-j]) / b^[0]; a_const: a is a constant. */
 static inline void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                 int a_const, NHT(nht_in) b) {
     for (int64_t i = 0; i < nc; ++i) {
-        const NHT(nht_in) q = {o + i, ojs, 0};
         NHT_T s = a_const ? (k == 0 ? a.p[i * a.is] : NHT_ZERO) : NHT_ROW(a, k, i)[0];
-        if (k > 0) s -= NHT(nht_dot)(1, k, k, i, b, q, 0);
+        for (int64_t j = 1; j <= k; ++j) s -= NHT_ROW(b, j, i)[0] * o[(k - j) * ojs + i];
         o[k * ojs + i] = s / NHT_ROW(b, 0, i)[0];
     }
 }
+#endif
 
 /* o = a^alpha: k a^[0] o^[k] = sum_{j=0..k-1} (alpha (k-j) - j) a^[k-j] o^[j]; o^[0] per lane. */
 static inline void NHT(nht_pow)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
@@ -137,12 +160,28 @@ static inline void NHT(nht_sqrt)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, N
 
 /* o' = s a' e (k >= 1): o^[k] = (s / k) sum_{j=1..k} j a^[j] e^[k-j]. exp: e = o; sin: e = cos;
  * cos: e = sin, s = -1; atan: e = 1 / (1 + a^2); ... (o^[0] is set by the caller). */
+#if NHT_LANES == 1
+static inline void NHT(nht_chain)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
+                                  NHT(nht_in) e, double s) {
+    NHT_T *ok = o + k * ojs;
+    for (int64_t i = 0; i < nc; ++i) ok[i] = NHT_ROW(a, 1, i)[0] * NHT_ROW(e, k - 1, i)[0];
+    for (int64_t j = 2; j <= k; ++j)
+        for (int64_t i = 0; i < nc; ++i)
+            ok[i] += (double)j * NHT_ROW(a, j, i)[0] * NHT_ROW(e, k - j, i)[0];
+    for (int64_t i = 0; i < nc; ++i) ok[i] = (s / (double)k) * ok[i];
+}
+
+#else
 static inline void NHT(nht_chain)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                   NHT(nht_in) e, double s) {
     for (int64_t i = 0; i < nc; ++i) {
-        o[k * ojs + i] = (s / (double)k) * NHT(nht_dot)(1, k, k, i, a, e, 1);
+        NHT_T acc = NHT_ROW(a, 1, i)[0] * NHT_ROW(e, k - 1, i)[0];
+        for (int64_t j = 2; j <= k; ++j)
+            acc += (double)j * NHT_ROW(a, j, i)[0] * NHT_ROW(e, k - j, i)[0];
+        o[k * ojs + i] = (s / (double)k) * acc;
     }
 }
+#endif
 
 /* o = log(a): o^[k] = (a^[k] - (1/k) sum_{j=1..k-1} j o^[j] a^[k-j]) / a^[0]. */
 static inline void NHT(nht_log)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
