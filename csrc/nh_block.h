@@ -26,10 +26,13 @@
  * trajectory evaluates the vector field for one lane, not NH_CHUNK. */
 #define NH_CHUNK 8
 
-/* A chunk of lanes as one value: GCC/Clang vector extensions (lowered to AVX-512, AVX2 or
- * SSE2 registers by the clone being compiled), a plain struct loop elsewhere. */
+/* NH_VW lanes (half a chunk) as one value: GCC/Clang vector extensions, one AVX2 register
+ * (two SSE2 registers). A whole chunk as one 8-wide value is lowered through the stack when
+ * the clone has no 512-bit registers (measured: the DOP853 stage sums spent most of their
+ * time moving spilled halves through general registers); a plain loop elsewhere. */
+#define NH_VW 4
 #if defined(__GNUC__) || defined(__clang__)
-typedef double nh_vec __attribute__((vector_size(NH_CHUNK * sizeof(double))));
+typedef double nh_vec __attribute__((vector_size(NH_VW * sizeof(double))));
 static inline nh_vec nh_ld(const double *p) {
     nh_vec v;
     memcpy(&v, p, sizeof v);
@@ -127,9 +130,9 @@ static inline int nh_rhs(nh_block *b, const double *t, const double *x, double *
 NH_INLINE void nh_stage(int64_t n, int64_t nl, double *restrict out, const double *restrict x,
                         const double *restrict hu, const double *a, const int *idx, int s,
                         double *const *K) {
-    for (int64_t l0 = 0; l0 < nl; l0 += NH_CHUNK) {
-        int64_t i = 0;
 #if NH_HAVE_VEC
+    for (int64_t l0 = 0; l0 < nl; l0 += NH_VW) {
+        int64_t i = 0;
         const nh_vec h = nh_ld(hu + l0);
         /* four components at once: independent accumulation chains, same order per lane */
         for (; i + 4 <= n; i += 4) {
@@ -153,7 +156,10 @@ NH_INLINE void nh_stage(int64_t n, int64_t nl, double *restrict out, const doubl
             for (int j = 0; j < s; ++j) acc += a[j] * nh_ld(K[idx[j]] + o);
             nh_st(out + o, nh_ld(x + o) + h * acc);
         }
+    }
 #else
+    for (int64_t l0 = 0; l0 < nl; l0 += NH_CHUNK) {
+        int64_t i = 0;
         for (; i < n; ++i) {
             const int64_t o = i * nl + l0;
             for (int c = 0; c < NH_CHUNK; ++c) {
@@ -162,8 +168,8 @@ NH_INLINE void nh_stage(int64_t n, int64_t nl, double *restrict out, const doubl
                 out[o + c] = x[o + c] + hu[l0 + c] * acc;
             }
         }
-#endif
     }
+#endif
 }
 
 /* Nonzero entries of a dense coefficient row w[0..s-1]: values to a, positions to idx. */
@@ -180,9 +186,11 @@ static inline int nh_sparse_row(const double *w, int s, double *a, int *idx) {
 /* Chunk sums of the stage derivatives with weights w: acc_c = sum_s w[s] K[s][o + c]. */
 NH_INLINE void nh_wsum(double *restrict acc, const double *w, int s, double *const *K, int64_t o) {
 #if NH_HAVE_VEC
-    nh_vec v = nh_splat(0.0);
-    for (int j = 0; j < s; ++j) v += w[j] * nh_ld(K[j] + o);
-    nh_st(acc, v);
+    for (int hlf = 0; hlf < NH_CHUNK; hlf += NH_VW) {
+        nh_vec v = nh_splat(0.0);
+        for (int j = 0; j < s; ++j) v += w[j] * nh_ld(K[j] + o + hlf);
+        nh_st(acc + hlf, v);
+    }
 #else
     for (int c = 0; c < NH_CHUNK; ++c) {
         double v = 0.0;

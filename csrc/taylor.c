@@ -55,14 +55,17 @@ NH_INLINE void horner_block(const double *restrict coef, int64_t p, int64_t n, i
     for (int64_t k = p - 1; k >= 0; --k) {
         const double *restrict c = coef + k * ks;
         for (int64_t i = 0; i < n; ++i)
+#if NH_HAVE_VEC
+            for (int64_t l0 = 0; l0 < nl; l0 += NH_VW) {
+                const int64_t o = i * nl + l0;
+                nh_st(out + o, nh_ld(out + o) * nh_ld(dt + l0) + nh_ld(c + o));
+            }
+#else
             for (int64_t l0 = 0; l0 < nl; l0 += NH_CHUNK) {
                 const int64_t o = i * nl + l0;
-#if NH_HAVE_VEC
-                nh_st(out + o, nh_ld(out + o) * nh_ld(dt + l0) + nh_ld(c + o));
-#else
                 for (int j = 0; j < NH_CHUNK; ++j) out[o + j] = out[o + j] * dt[l0 + j] + c[o + j];
-#endif
             }
+#endif
     }
 }
 
