@@ -128,11 +128,25 @@ class Case:
 _SYSTEMS: dict = {}
 
 
+def _veselova_same_equations(n: int) -> tuple[nh.VectorField, str]:
+    """The structured kernel of the hand-derived O(n) program (``veselova_program``): the
+    equations of the heyoka anchor (c, |gamma|^2, gamma.w, m.w, gamma.m as sums), so both
+    tools integrate the same formulation. (``veselova_structured``, the rigid-body engine's
+    instance, agrees with it on the constraint manifold but has more terms.)"""
+    from nhfast.structured_field import StructuredVectorField
+    from nhfast.systems.veselova_body.embedded import veselova_program
+
+    return (
+        StructuredVectorField(veselova_program(n), name=f"veselova_program_{n}"),
+        "veselova_program",
+    )
+
+
 def system(problem: str, n: int) -> tuple[nh.VectorField, str]:
     """The nhfast field of a problem (one per process: compiled once)."""
     if (problem, n) not in _SYSTEMS:
         if problem == "veselova":
-            _SYSTEMS[problem, n] = _bench_large_n().nhfast_system(n)
+            _SYSTEMS[problem, n] = _veselova_same_equations(n)
         elif problem == "henon-heiles":
             _SYSTEMS[problem, n] = nf.henon_heiles(), "henon_heiles"
         else:
@@ -334,10 +348,8 @@ def nhfast_compile_seconds(problem: str, n: int, taylor: bool) -> dict:
 
 
 def _cold_compile(problem: str, n: int, taylor: bool) -> dict:
-    if problem == "veselova":  # not system(): its agreement check compiles the kernel
-        from nhfast.systems.veselova_body import veselova_structured
-
-        vf = veselova_structured(n)
+    if problem == "veselova":
+        vf, _ = _veselova_same_equations(n)
     else:
         vf, _ = system(problem, n)
     t0 = time.perf_counter()
@@ -501,7 +513,9 @@ def test_smoke_ratios_at_equal_error(smoke: dict) -> None:
     compared = [r for r in table if r["met"] is not None]
     for row in compared:
         assert row["ratio"] > 0 and np.isfinite(row["ratio"]), row
-        assert row["least"] <= row["ratio"] <= row["greatest"], row
+        # the mean of the pointwise ratios lies between their extremes (up to its rounding)
+        slack = 1e-12 * row["greatest"]
+        assert row["least"] - slack <= row["ratio"] <= row["greatest"] + slack, row
     for row in table:
         assert row in compared or "no overlap" in row["note"], row
     # every case has an equal-error comparison with heyoka, and one with SciPy where it ran
