@@ -22,6 +22,8 @@ static void interrupt_block(nh_block *b) {
         for (int64_t i = 0; i < b->nt * b->n; ++i) b->y[g * b->nt * b->n + i] = NAN;
         for (int k = 0; k < NH_NSTATS; ++k) b->stats[g * NH_NSTATS + k] = 0;
         if (b->t_end) b->t_end[g] = b->t_eval[0];
+        if (b->x_end)
+            for (int64_t i = 0; i < b->n; ++i) b->x_end[g * b->n + i] = b->x0[g * b->n + i];
     }
 }
 
@@ -30,14 +32,14 @@ int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double
                        int64_t lane0, int64_t count, int64_t width, double *y, int32_t *status,
                        int64_t *stats, double *t_end, int64_t *shared_next) {
     return nh_integrate_block_ex(sys, opt, t_eval, nt, x0, par, par_stride, lane0, count, width,
-                                 y, status, stats, t_end, shared_next, 0, NULL);
+                                 y, status, stats, t_end, shared_next, 0, NULL, NULL);
 }
 
 int nh_integrate_block_ex(const nh_system *sys, const nh_options *opt, const double *t_eval,
                           int64_t nt, const double *x0, const double *par, int64_t par_stride,
                           int64_t lane0, int64_t count, int64_t width, double *y,
                           int32_t *status, int64_t *stats, double *t_end, int64_t *shared_next,
-                          int dense, const nh_events *ev) {
+                          int dense, const nh_events *ev, double *x_end) {
     if (!sys || !opt || !t_eval || !x0 || !y || !status || !stats) return NH_ERR_ARG;
     const int taylor = opt->method == NH_TAYLOR;
     if (taylor ? !sys->taylor : !sys->rhs) return NH_ERR_ARG;
@@ -81,6 +83,7 @@ int nh_integrate_block_ex(const nh_system *sys, const nh_options *opt, const dou
     b.status = status;
     b.stats = stats;
     b.t_end = t_end;
+    b.x_end = x_end;
     b.par = (double *)malloc(sizeof(double) * (size_t)(sys->npar > 0 ? sys->npar * nl : 1));
     b.x = (double *)malloc(sizeof(double) * (size_t)(n * nl));
     b.tl = (double *)malloc(sizeof(double) * (size_t)nl);

@@ -101,6 +101,7 @@ struct nh_block {
     int32_t *status; /* global */
     int64_t *stats;  /* global [ntraj][NH_NSTATS] */
     double *t_end;   /* NULL, or global [ntraj]: time each trajectory reached */
+    double *x_end;   /* NULL, or global [ntraj][n]: the state at t_end */
     int64_t *cnt;    /* [NH_NSTATS][nl] block-local counters, added to stats at the end */
     int64_t ncalls;  /* vector-field calls made for all active slots (see nh_rhs) */
     int64_t *call0;  /* [nl] ncalls when the slot took its trajectory */
@@ -214,6 +215,8 @@ static inline void nh_retire(nh_block *b, int64_t l) {
         b->cnt[k * b->nl + l] = 0;
     }
     if (b->t_end) b->t_end[b->gid[l]] = b->tl[l];
+    if (b->x_end)
+        for (int64_t i = 0; i < b->n; ++i) b->x_end[b->gid[l] * b->n + i] = b->x[i * b->nl + l];
     b->active[l] = 0;
     b->gid[l] = -1;
 }
@@ -331,7 +334,7 @@ int nh_integrate_block_ex(const nh_system *sys, const nh_options *opt, const dou
                           int64_t nt, const double *x0, const double *par, int64_t par_stride,
                           int64_t lane0, int64_t count, int64_t width, double *y,
                           int32_t *status, int64_t *stats, double *t_end, int64_t *shared_next,
-                          int dense, const nh_events *ev);
+                          int dense, const nh_events *ev, double *x_end);
 
 /*
  * One fixed step of size h from time t for every lane of the block: writes the increment

@@ -52,6 +52,11 @@ enum nh_method {
 #define NH_STIFF_POSITIVES 15
 #define NH_STIFF_RESET 6
 
+/* A trajectory left its chart's domain: one of the system's conditions expr > 0 fell through
+ * zero (an internal terminal event added by nhfast.integrate, which sets this status; the
+ * core itself never does). Core code, not part of the kernel ABI. */
+#define NH_LANE_LEFT_DOMAIN 7
+
 /*
  * Cooperative stop of a run. Every thread working on the run checks it between steps (and
  * between lane blocks): `poll`, when set, is asked first (any thread may call it; a nonzero

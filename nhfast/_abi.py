@@ -42,7 +42,7 @@ INFO: dict[str, int] = dict(_core.INFO)
 #: Kernel return codes: ``"ok"`` (``NH_OK``) and the negative ``NH_ERR_*``.
 ERR: dict[str, int] = dict(_core.ERR)
 #: Per-lane integration status ``NH_LANE_*``: ``"ok"``, ``"nonfinite"``, ``"step_underflow"``,
-#: ``"max_steps"``, ``"not_converged"``, ``"interrupted"``, ``"stiff"``.
+#: ``"max_steps"``, ``"not_converged"``, ``"interrupted"``, ``"stiff"``, ``"left_domain"``.
 LANE: dict[str, int] = dict(_core.LANE)
 
 #: Kernel family -> suffix of its ``NH_HAS_*`` flag and of its key in ``_core.HAS``.
@@ -80,6 +80,7 @@ STATUS: dict[int, str] = {
     LANE["not_converged"]: "implicit stage equations did not converge",
     LANE["interrupted"]: "interrupted before the end (the run was stopped by a signal)",
     LANE["stiff"]: "the problem became stiff (Hairer's stiffness test)",
+    LANE["left_domain"]: "left its domain (a condition expr > 0 of the system's domain failed)",
 }
 #: Hairer's stiffness test (``NH_STIFF_*`` in nh_core.h): ``"positives"`` estimates of
 #: h|lambda| above the method's stability bound declare a trajectory stiff; ``"reset"``

@@ -90,6 +90,7 @@ def integrate_batch(
     | None = None,
     taylor: CapsuleType | None = None,
     order: int = 0,
+    x_end: NDArray[np.float64] | None = None,
 ) -> None: ...
 def eval_soa(
     kernel: CapsuleType,

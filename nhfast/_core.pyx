@@ -94,6 +94,7 @@ cdef extern from "nh_core.h":
     int NH_LANE_INTERRUPTED
     int NH_ERR_INTERRUPTED
     int NH_LANE_STIFF
+    int NH_LANE_LEFT_DOMAIN
     int NH_STIFF_POSITIVES
     int NH_STIFF_RESET
     ctypedef struct nh_interrupt:
@@ -131,7 +132,7 @@ cdef extern from "nh_block.h":
                               int64_t par_stride, int64_t lane0, int64_t count, int64_t width,
                               double *y, int32_t *status, int64_t *stats, double *t_end,
                               int64_t *shared_next, int dense,
-                              const nh_events *ev) noexcept nogil
+                              const nh_events *ev, double *x_end) noexcept nogil
 
 cdef extern from *:
     """
@@ -189,7 +190,7 @@ ERR = {"ok": NH_OK, "size": NH_ERR_SIZE, "nomem": NH_ERR_NOMEM, "callback": NH_E
 LANE = {"ok": NH_LANE_OK, "nonfinite": NH_LANE_NONFINITE,
         "step_underflow": NH_LANE_STEP_UNDERFLOW, "max_steps": NH_LANE_MAX_STEPS,
         "not_converged": NH_LANE_NOT_CONVERGED, "interrupted": NH_LANE_INTERRUPTED,
-        "stiff": NH_LANE_STIFF}
+        "stiff": NH_LANE_STIFF, "left_domain": NH_LANE_LEFT_DOMAIN}
 #: Counts of Hairer's stiffness test (NH_STIFF_*): estimates above the bound that declare a
 #: trajectory stiff, consecutive ones below that reset the count.
 STIFF = {"positives": NH_STIFF_POSITIVES, "reset": NH_STIFF_RESET}
@@ -461,13 +462,14 @@ cdef struct _batch:
     int64_t *shared
     int dense
     nh_events *ev
+    double *x_end
 
 
 cdef int _batch_item(void *args, int64_t i) noexcept nogil:
     cdef _batch *a = <_batch *>args
     return nh_integrate_block_ex(a.sys, a.opt, a.t_eval, a.nt, a.x0, a.par, a.par_stride, 0,
                                  a.ntraj, a.block, a.y, a.status, a.stats, a.t_end, a.shared,
-                                 a.dense, a.ev)
+                                 a.dense, a.ev, a.x_end)
 
 
 def integrate_batch(object rhs, object ctx, n, npar, split, method,
@@ -475,7 +477,7 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
                     double[:, :, ::1] y, int32_t[::1] status, int64_t[:, ::1] stats,
                     double rtol, double atol, double h, double hmax, max_steps,
                     double tol, max_iter, threads=1, block=64, nstiff=0, t_end=None,
-                    dense=False, events=None, taylor=None, order=0):
+                    dense=False, events=None, taylor=None, order=0, x_end=None):
     """Integrate every lane of a batch; see ``nhfast.integrate`` for the meaning of each field.
 
     ``par`` has one row per lane, or a single row that is broadcast. Each thread runs one
@@ -489,7 +491,9 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     accepted step; a trajectory found stiff stops with status ``LANE["stiff"]``. ``t_end``
     (None, or a float64 array of one entry per lane) receives the time each trajectory
     reached: its final output time, or where it failed (adaptive: the last accepted step;
-    fixed-step: the last output time reached).
+    fixed-step: the last output time reached). ``x_end`` (None, or a float64 array of shape
+    (lanes, n)) receives the state at that time (after a failure, the state the integrator
+    had there: the last accepted one, which may be non-finite for a non-finite failure).
 
     ``dense`` (method DOP853 only): the outputs between the first and the last output time
     come from DOP853's continuous extension of degree 7 (Hairer, Norsett & Wanner, Solving
@@ -521,6 +525,7 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     cdef int64_t nblocks
     cdef int64_t counter = 0  # the batch's next trajectory, shared by the blocks
     cdef double[::1] tend
+    cdef double[:, ::1] xend
     cdef nh_events ev
     cdef const int32_t[::1] ev_dir
     cdef const int32_t[::1] ev_term
@@ -574,6 +579,10 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
             raise ValueError(f"t_end must have one entry per lane ({ntraj}), got {tend.shape[0]}")
     if x0.shape[1] != sys.n:
         raise ValueError(f"x0 has {x0.shape[1]} columns, the system has {sys.n} states")
+    if x_end is not None:
+        xend = x_end
+        if xend.shape[0] != ntraj or xend.shape[1] != sys.n:
+            raise ValueError(f"x_end must have shape ({ntraj}, {sys.n})")
     if y.shape[0] != ntraj or y.shape[1] != nt or y.shape[2] != sys.n:
         raise ValueError("output array y has the wrong shape")
     if status.shape[0] != ntraj or stats.shape[0] != ntraj or stats.shape[1] != NH_NSTATS:
@@ -613,6 +622,7 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     a.status = &status[0]
     a.stats = &stats[0, 0]
     a.t_end = &tend[0] if t_end is not None else NULL
+    a.x_end = &xend[0, 0] if x_end is not None else NULL
     a.shared = &counter if nblocks > 1 else NULL
     _run_team(_batch_item, &a, nblocks, <int>nblocks, &stop, ctx)
 

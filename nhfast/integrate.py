@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from nhfast import _abi
 from nhfast._cache import memo
@@ -21,6 +20,15 @@ from nhfast._validate import (
     state_rows,
 )
 from nhfast.errors import IntegrationError, IntegrationWarning
+from nhfast.events import (
+    EventRecord,
+    domain_boundary,
+    domain_exits,
+    domain_outputs,
+    domain_watch,
+    event_kernel,
+    event_spec,
+)
 from nhfast.vectorfield import VectorField
 
 #: Method name -> code of ``enum nh_method`` (csrc/nh_core.h); ADAPTIVE: error-controlled ones.
@@ -35,28 +43,6 @@ _STATS = _abi.STATS
 #: after every NSTIFF-th accepted step, and after every step once it found an estimate above
 #: the method's stability bound (see ``stiffness_check`` of :func:`integrate`).
 NSTIFF = 1000
-
-
-@dataclass
-class EventRecord:
-    """Events found along each trajectory (see ``events`` of :func:`integrate`).
-
-    Attributes
-    ----------
-    t : ndarray, shape (n_traj, max_events)
-        Event times in time order per trajectory (NaN after the last one).
-    which : ndarray of int32, shape (n_traj, max_events)
-        Index of the event function of each record (-1 after the last one).
-    y : ndarray, shape (n_traj, max_events, n_state)
-        States at the events (from the continuous extension).
-    count : ndarray of int64, shape (n_traj,)
-        Events found per trajectory; above ``max_events`` only the first ones are kept.
-    """
-
-    t: np.ndarray
-    which: np.ndarray
-    y: np.ndarray
-    count: np.ndarray
 
 
 @dataclass
@@ -182,6 +168,7 @@ def integrate(
     events: Any = None,
     max_events: int = 100,
     order: int | None = None,
+    watch_domain: bool = True,
 ) -> IntegrationResult:
     """Integrate a batch of trajectories of ``system`` in the compiled core.
 
@@ -268,6 +255,26 @@ def integrate(
         ``nhfast._abi.TAYLOR_MAX_ORDER`` (100); None: from the tolerance (see ``rtol``).
         With a fixed order the step is ``min_k (eps s / |x^[k]|)^(1/k) exp(-0.7/(order-1))``
         over k = order - 1, order (``eps s``: ``atol``, or ``rtol |x|`` where that is larger).
+    watch_domain : bool
+        Watch the conditions ``expr > 0`` of the system's ``domain`` (a chart's domain) along
+        the trajectories; a trajectory that leaves it ends with status ``"left_domain"``,
+        reported as a failure that names the condition (no effect without a domain):
+
+        * ``taylor``, and ``dop853`` with ``dense=True``: each condition is an internal
+          terminal event (``expr`` falling through 0, after the user's ``events``), located
+          on the step's polynomial: the trajectory stops at the crossing (``t_reached`` the
+          crossing time, later output rows NaN); ``result.events`` shows only the user's
+          events. Trajectories that stay inside are bit-identical to ``watch_domain=False``.
+        * the other methods: the output rows are checked; a trajectory with a row outside
+          gets that row and the later ones NaN, ``t_reached`` the last output time inside.
+        * every method: a trajectory that runs into a boundary where the equations are
+          singular (its steps underflow, or a value becomes non-finite, before it can cross)
+          and whose last state has a condition within ``nhfast.events.BOUNDARY_RTOL`` (1e-6,
+          relative to ``max(1, |value at x0|)``) of 0 gets ``"left_domain"`` instead.
+
+        (A lane with more than ``max_events`` records of the user's events that ends at one
+        of the user's terminal events and a domain crossing at once counts as ended by the
+        user's event.)
 
     Returns
     -------
@@ -279,7 +286,8 @@ def integrate(
         On bad arguments, naming the argument.
     IntegrationError
         When a trajectory fails (non-finite state, step underflow, step budget, an implicit
-        solve that does not converge, stiffness) and ``keep_failed`` is False.
+        solve that does not converge, stiffness, leaving the domain) and ``keep_failed`` is
+        False.
     """
     from nhfast import _core  # the compiled core loads on first use
 
@@ -333,9 +341,12 @@ def integrate(
             f"dense=True needs method='dop853' (its continuous extension), got {method!r}"
         )
     torder = _taylor_order(order, method)
-    ev_spec = None if events is None else _event_spec(system, events, bool(dense) or taylor)
+    ev_spec = None if events is None else event_spec(system, events, bool(dense) or taylor)
     if ev_spec is not None:
         _positive_ints(max_events=max_events)
+    if not isinstance(watch_domain, (bool, np.bool_)):
+        raise TypeError(f"watch_domain must be True or False, got {type(watch_domain).__name__}")
+    dom = domain_watch(system, ev_spec) if watch_domain and (dense or taylor) else None
     if not isinstance(stiffness_check, (bool, np.bool_)):
         raise TypeError(
             f"stiffness_check must be True or False, got {type(stiffness_check).__name__}"
@@ -357,26 +368,38 @@ def integrate(
     stats = np.zeros((ntraj, _core.NSTATS), dtype=np.int64)
     t_reached = np.empty(ntraj)
     t_reached.fill(t[0])
+    # the state where each trajectory stopped, to tell a stop at the domain's boundary
+    x_end = np.empty((ntraj, n)) if watch_domain and getattr(system, "domain", None) else None
     split = system.split or 0
     nstiff = NSTIFF if stiffness_check and method in ADAPTIVE and not taylor else 0
     record = None
     ev_args = None
-    if ev_spec is not None:
-        ev_cap, ev_ctx = _event_kernel(system, ev_spec[0])
+    spec = ev_spec if dom is None else dom.spec
+    if spec is not None:
+        ev_cap, ev_ctx = event_kernel(system, spec[0])
+        # the domain events are terminal: at most one more record per lane
+        width = (max_events if ev_spec is not None else 0) + (dom is not None)
         record = EventRecord(
-            t=np.full((ntraj, max_events), np.nan),
-            which=np.full((ntraj, max_events), -1, dtype=np.int32),
-            y=np.full((ntraj, max_events, n), np.nan),
+            t=np.full((ntraj, width), np.nan),
+            which=np.full((ntraj, width), -1, dtype=np.int32),
+            y=np.full((ntraj, width, n), np.nan),
             count=np.zeros(ntraj, dtype=np.int64),
         )
-        ev_args = (ev_cap, ev_ctx, ev_spec[1], ev_spec[2], record.t, record.which, record.y,
+        ev_args = (ev_cap, ev_ctx, spec[1], spec[2], record.t, record.which, record.y,
                    record.count)  # fmt: skip
     _core.integrate_batch(
         cap, ctx, n, npar, split, METHODS[method], t, x, par, y, status, stats,
         rtol, atol, h0, hm, int(max_steps), tol, int(max_iter), int(threads), int(block),
         nstiff=nstiff, t_end=t_reached, dense=bool(dense), events=ev_args, taylor=tcap,
-        order=torder,
+        order=torder, x_end=x_end,
     )  # fmt: skip
+    note = ""
+    if dom is not None:
+        record, note = domain_exits(system, dom, record, status, t[-1], t_reached, ev_spec)
+    if x_end is not None and np.count_nonzero(status):
+        note += domain_boundary(system, x, x_end, par, status, t_reached)
+    if x_end is not None and dom is None and watch_domain:
+        note += domain_outputs(system, t, y, par, status, t_reached, threads)
     res = IntegrationResult(
         t=t,
         y=y,
@@ -389,8 +412,23 @@ def integrate(
     if wanted and cs is not None:
         res.observables = _observables(cs, list(system.observables), res, par, threads)
     if np.count_nonzero(status):
-        report_failures(res, status != 0, keep_failed)
+        if dom is None and getattr(system, "domain", None):
+            note += _domain_hint(status, method)
+        report_failures(res, status != 0, keep_failed, note)
     return res
+
+
+def _domain_hint(status: np.ndarray, method: str) -> str:
+    """What the failure message says when the domain was not watched and trajectories failed
+    the way one that leaves its domain does (step-size underflow, a non-finite state)."""
+    kinds = (_abi.LANE["step_underflow"], _abi.LANE["nonfinite"])
+    if not np.any(np.isin(status, kinds)):
+        return ""
+    how = "dense=True" if method == "dop853" else "method='taylor' or 'dop853' with dense=True"
+    return (
+        ". The system has a domain: a trajectory that leaves it may fail this way; with "
+        f"{how} (and watch_domain=True) it stops at the boundary with status 'left_domain'"
+    )
 
 
 def _taylor_order(order: Any, method: str) -> int:
@@ -414,62 +452,6 @@ def _taylor_kernel(system: VectorField) -> tuple[Any, Any]:
     return compile_taylor().kernels["taylor"]
 
 
-def _event_spec(
-    system: VectorField, events: Any, dense: bool
-) -> tuple[list[sp.Expr], np.ndarray, np.ndarray]:
-    """Check ``events``; returns (expressions, direction int32, terminal int32)."""
-    if not dense:
-        raise ValueError("events are located on the continuous extension: they need dense=True")
-    try:
-        items = [tuple(e) for e in events]
-    except TypeError:
-        raise TypeError("events must be a sequence of (expr, direction, terminal)") from None
-    if not items or any(len(e) != 3 for e in items):
-        raise ValueError("events must be a non-empty sequence of (expr, direction, terminal)")
-    known = {*system.states, *system.params, *([system.time] if system.time is not None else [])}
-    exprs, dirs, terms = [], [], []
-    for k, (expr, direction, terminal) in enumerate(items):
-        if isinstance(expr, str):
-            obs = system.observables or {}
-            if expr not in obs:
-                raise ValueError(f"events[{k}]: {expr!r} is not an observable of the system")
-            expr = obs[expr]
-        try:
-            expr = sp.sympify(expr)
-        except (sp.SympifyError, TypeError):
-            raise TypeError(f"events[{k}]: expected a SymPy expression, got {expr!r}") from None
-        if not isinstance(expr, sp.Expr) or not expr.free_symbols <= known:
-            raise ValueError(
-                f"events[{k}]: the expression must use only states, parameters and time: {expr}"
-            )
-        if direction not in (-1, 0, 1) or isinstance(direction, bool):
-            raise ValueError(f"events[{k}]: direction must be -1, 0 or +1, got {direction!r}")
-        if not isinstance(terminal, (bool, np.bool_)):
-            raise TypeError(f"events[{k}]: terminal must be True or False, got {terminal!r}")
-        exprs.append(expr)
-        dirs.append(int(direction))
-        terms.append(int(terminal))
-    return exprs, np.array(dirs, dtype=np.int32), np.array(terms, dtype=np.int32)
-
-
-def _event_kernel(system: VectorField, exprs: list[sp.Expr]) -> tuple[Any, Any]:
-    """The compiled kernel (capsule, ctx) of the event functions, built once per system."""
-
-    def build() -> tuple[Any, Any]:
-        field = VectorField(
-            states=system.states,
-            rhs=system.rhs,
-            params=system.params,
-            observables={f"event{j}": e for j, e in enumerate(exprs)},
-            time=system.time,
-            name=f"{system.name} events",
-            solves=system.solves,
-        )
-        return field.compile(("observables",)).kernels["observables"]
-
-    return memo(system, ("events", tuple(sp.srepr(e) for e in exprs)), build)
-
-
 def _stiff_note(res: IntegrationResult) -> str:
     """What the message of a failed run says about its stiff trajectories (or "")."""
     stiff = np.flatnonzero(res.status == _abi.LANE["stiff"])
@@ -491,9 +473,12 @@ def _stiff_note(res: IntegrationResult) -> str:
     )
 
 
-def report_failures(res: IntegrationResult, failed: np.ndarray, keep_failed: bool) -> None:
+def report_failures(
+    res: IntegrationResult, failed: np.ndarray, keep_failed: bool, note: str = ""
+) -> None:
     """Raise ``IntegrationError`` naming how many lanes failed and why (``res.status``), or
-    with ``keep_failed`` warn once (``IntegrationWarning``) and keep the result."""
+    with ``keep_failed`` warn once (``IntegrationWarning``) and keep the result; ``note`` is
+    added to the message (which domain conditions the lanes that left the domain crossed)."""
     if not np.any(failed):
         return
     status = res.status
@@ -502,7 +487,7 @@ def report_failures(res: IntegrationResult, failed: np.ndarray, keep_failed: boo
         f"{np.sum(status == c)} x {STATUS.get(int(c), c)}" for c in np.unique(status[bad])
     )
     msg = f"{bad.size} of {status.size} trajectories failed ({kinds}); first: #{bad[0]}"
-    msg += _stiff_note(res)
+    msg += _stiff_note(res) + note
     if not keep_failed:
         raise IntegrationError(msg, status, res)
     warnings.warn(msg + " (kept: see result.failed)", IntegrationWarning, stacklevel=3)

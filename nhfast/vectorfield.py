@@ -728,14 +728,24 @@ class VectorField:
         or compiles that source on first use instead of generating it again."""
         state = dict(self.__dict__)
         state["_shipped_kernels"] = kernels_to_ship(self, memo(self, "kernels", dict))
+        # the event functions' libraries (nhfast.events.event_kernel), by their expressions
+        events = dict(memo(self, "shipped_events", dict))
+        for key, cs in memo(self, "event_sets", dict).items():
+            if cs.backend == "c" and cs.source is not None:
+                events[key] = (cs.source, cs.meta())
+        if events:
+            state["_shipped_events"] = events
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         state = dict(state)
         shipped = state.pop("_shipped_kernels", {})
+        events = state.pop("_shipped_events", {})
         self.__dict__.update(state)
         if shipped:
             memo(self, "shipped", dict).update(shipped)
+        if events:
+            memo(self, "shipped_events", dict).update(events)
 
     def evaluate(self, kind: str, x, t=0.0, params=None) -> np.ndarray:
         """Evaluate a kernel family (``"rhs"``, ``"jacobian"``, ...) at states ``x``.

@@ -1,0 +1,348 @@
+"""Events along trajectories: the user's event functions and the watch on a system's domain.
+
+An event function g(t, x, p) fires where it crosses zero over a step; the core locates the
+crossing on the step's polynomial (DOP853's continuous extension or the Taylor series) and
+records it. The conditions ``expr > 0`` of a system's ``domain`` (a chart's domain) are
+watched the same way, as internal terminal events: a trajectory that leaves the domain stops
+at the crossing with status ``"left_domain"`` instead of failing later as a step-size
+underflow or a non-finite state. This module checks the events, compiles their kernel and
+turns the core's records into :class:`EventRecord` and the per-lane statuses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from nhfast import _abi, _jit
+from nhfast._cache import memo
+from nhfast._kernels import compile_kernels, load_compiled
+from nhfast.codegen.ckernels import KernelSet
+from nhfast.codegen.numpy_backend import numpy_rows
+from nhfast.errors import CompilationError
+from nhfast.vectorfield import VectorField
+
+__all__ = [
+    "BOUNDARY_RTOL",
+    "domain_boundary",
+    "domain_outputs",
+    "domain_values",
+    "DomainWatch",
+    "EventRecord",
+    "domain_exits",
+    "domain_watch",
+    "event_kernel",
+    "event_spec",
+]
+
+#: (expressions, direction int32, terminal int32) of the event functions handed to the core.
+EventSpec = tuple[list[sp.Expr], np.ndarray, np.ndarray]
+
+
+@dataclass
+class EventRecord:
+    """Events found along each trajectory (see ``events`` of :func:`nhfast.integrate`).
+
+    Attributes
+    ----------
+    t : ndarray, shape (n_traj, max_events)
+        Event times in time order per trajectory (NaN after the last one).
+    which : ndarray of int32, shape (n_traj, max_events)
+        Index of the event function of each record (-1 after the last one).
+    y : ndarray, shape (n_traj, max_events, n_state)
+        States at the events (from the continuous extension).
+    count : ndarray of int64, shape (n_traj,)
+        Events found per trajectory; above ``max_events`` only the first ones are kept.
+    """
+
+    t: np.ndarray
+    which: np.ndarray
+    y: np.ndarray
+    count: np.ndarray
+
+
+@dataclass(frozen=True)
+class DomainWatch:
+    """The event functions handed to the core when the domain is watched.
+
+    Attributes
+    ----------
+    spec : EventSpec
+        The user's events followed by one terminal event per domain condition (falling).
+    n_user : int
+        Number of the user's events (the domain events are ``n_user, n_user + 1, ...``).
+    """
+
+    spec: EventSpec
+    n_user: int
+
+
+def event_spec(system: VectorField, events: Any, dense: bool) -> EventSpec:
+    """Check ``events``; returns (expressions, direction int32, terminal int32)."""
+    if not dense:
+        raise ValueError("events are located on the continuous extension: they need dense=True")
+    try:
+        items = [tuple(e) for e in events]
+    except TypeError:
+        raise TypeError("events must be a sequence of (expr, direction, terminal)") from None
+    if not items or any(len(e) != 3 for e in items):
+        raise ValueError("events must be a non-empty sequence of (expr, direction, terminal)")
+    known = {*system.states, *system.params, *([system.time] if system.time is not None else [])}
+    exprs, dirs, terms = [], [], []
+    for k, (expr, direction, terminal) in enumerate(items):
+        if isinstance(expr, str):
+            obs = system.observables or {}
+            if expr not in obs:
+                raise ValueError(f"events[{k}]: {expr!r} is not an observable of the system")
+            expr = obs[expr]
+        try:
+            expr = sp.sympify(expr)
+        except (sp.SympifyError, TypeError):
+            raise TypeError(f"events[{k}]: expected a SymPy expression, got {expr!r}") from None
+        if not isinstance(expr, sp.Expr) or not expr.free_symbols <= known:
+            raise ValueError(
+                f"events[{k}]: the expression must use only states, parameters and time: {expr}"
+            )
+        if direction not in (-1, 0, 1) or isinstance(direction, bool):
+            raise ValueError(f"events[{k}]: direction must be -1, 0 or +1, got {direction!r}")
+        if not isinstance(terminal, (bool, np.bool_)):
+            raise TypeError(f"events[{k}]: terminal must be True or False, got {terminal!r}")
+        exprs.append(expr)
+        dirs.append(int(direction))
+        terms.append(int(terminal))
+    return exprs, np.array(dirs, dtype=np.int32), np.array(terms, dtype=np.int32)
+
+
+def event_kernel(system: VectorField, exprs: list[sp.Expr]) -> tuple[Any, Any]:
+    """The compiled kernel (capsule, ctx) of the event functions, built once per system.
+
+    The functions depend on the states, parameters and time only: their library holds this
+    one kernel (as an ``observables`` family), and nothing of the system's right-hand side
+    (for a structured system, its unrolled expressions) is derived or compiled for it. The
+    library travels with a pickled system (its C source, as the system's own kernels do): a
+    worker loads it without generating code.
+    """
+    key = tuple(sp.srepr(e) for e in exprs)
+
+    def build() -> tuple[Any, Any]:
+        shipped = memo(system, "shipped_events", dict).pop(key, None)
+        cs = None
+        if shipped is not None:
+            try:
+                cs = load_compiled(*shipped)
+            except CompilationError:
+                cs = None
+        if cs is None:
+            code = KernelSet(
+                states=list(system.states),
+                params=list(system.params),
+                time=system.time,
+                kernels={"observables": list(exprs)},
+            )
+            cs = compile_kernels(code, name=f"{system.name} events")
+        memo(system, "event_sets", dict)[key] = cs
+        return cs.kernels["observables"]
+
+    return memo(system, ("events", key), build)
+
+
+def domain_watch(system: VectorField, user: EventSpec | None) -> DomainWatch | None:
+    """The user's events (or none) followed by the domain conditions as terminal events
+    (``expr`` falling through 0); None when the system has no domain (or the kernels are
+    NumPy functions, which the core's event search does not take)."""
+    domain = getattr(system, "domain", None)
+    if not domain or _jit.backend() == "numpy":  # events need compiled kernels
+        return None
+    exprs = list(domain.values())
+    m = len(exprs)
+    falling = np.full(m, -1, dtype=np.int32)
+    terminal = np.ones(m, dtype=np.int32)
+    if user is None:
+        return DomainWatch((exprs, falling, terminal), 0)
+    u_exprs, u_dirs, u_terms = user
+    spec = (
+        [*u_exprs, *exprs],
+        np.concatenate([u_dirs, falling]),
+        np.concatenate([u_terms, terminal]),
+    )
+    return DomainWatch(spec, len(u_exprs))
+
+
+def domain_exits(
+    system: VectorField,
+    watch: DomainWatch,
+    record: EventRecord,
+    status: np.ndarray,
+    t_final: float,
+    t_reached: np.ndarray,
+    user: EventSpec | None,
+) -> tuple[EventRecord | None, str]:
+    """Mark the lanes a domain event stopped (status ``left_domain``, in place) and strip the
+    internal records.
+
+    ``record`` has one column more than the user asked for (a domain event is terminal, so
+    it adds at most one record per lane). Returns the user's record (None without user
+    events) and the sentence of the failure message naming the conditions crossed.
+    """
+    nuser = watch.n_user
+    cnt = record.count
+    cap = record.t.shape[1]
+    # a lane a terminal event stopped ends with status 0 before the final output time
+    stopped = (status == 0) & (t_reached != t_final)
+    last = np.minimum(cnt, cap) - 1
+    rows = np.arange(cnt.size)
+    kept = stopped & (cnt > 0) & (cnt <= cap)
+    which = np.where(kept, record.which[rows, np.maximum(last, 0)], -1)
+    if user is not None and np.any(user[2]):
+        # the user's terminal events stop lanes too: the last record tells which one did
+        left = kept & (which >= nuser)
+    else:  # only a domain event can have stopped a lane
+        left = stopped & (cnt > 0)
+    hit = np.flatnonzero(left)
+    cond = which[hit] - nuser  # -1: the record was not kept (more than max_events)
+    status[hit] = _abi.LANE["left_domain"]
+    note = ""
+    if hit.size:
+        labels = list(system.domain)
+        exprs = list(system.domain.values())
+        parts = []
+        for i, j in zip(hit[:5].tolist(), cond[:5].tolist(), strict=True):
+            what = f"domain[{labels[j]!r}] ({exprs[j]} > 0)" if j >= 0 else "a domain condition"
+            parts.append(f"#{i}: {what} reached 0 at t = {t_reached[i]:.6g}")
+        more = f" and {hit.size - 5} more" if hit.size > 5 else ""
+        note = f". {system.name!r} left its domain: " + "; ".join(parts) + more
+    if user is None:
+        return None, note
+    inner = hit[cond >= 0]  # the internal record is the lane's last kept one
+    slot = last[inner]
+    record.t[inner, slot] = np.nan
+    record.which[inner, slot] = -1
+    record.y[inner, slot] = np.nan
+    cnt[hit] -= 1
+    m = cap - 1
+    out = EventRecord(
+        t=record.t[:, :m].copy(),
+        which=record.which[:, :m].copy(),
+        y=record.y[:, :m].copy(),
+        count=cnt,
+    )
+    return out, note
+
+
+#: A failed trajectory whose last state has a domain condition at most this much above 0
+#: (relative to ``max(1, |value at x0|)``) stopped at the domain's boundary.
+BOUNDARY_RTOL = 1e-6
+
+
+def domain_values(system: VectorField, x: np.ndarray, par: np.ndarray) -> np.ndarray:
+    """Values of the system's domain conditions at the rows of ``x`` (and ``par``), shape
+    ``(rows, conditions)`` (NumPy, the function :meth:`VectorField.check_domain` uses)."""
+    f = memo(
+        system,
+        "domain",
+        lambda: numpy_rows([*system.states, *system.params], list(system.domain.values())),
+    )
+    return f(x, par if system.n_params else x[:, :0])
+
+
+def domain_boundary(
+    system: VectorField,
+    x0: np.ndarray,
+    x_end: np.ndarray,
+    par: np.ndarray,
+    status: np.ndarray,
+    t_reached: np.ndarray,
+) -> str:
+    """Mark the failed lanes that stopped at the boundary of the domain (status
+    ``left_domain``, in place) and return the sentence of the failure message naming the
+    conditions.
+
+    A trajectory that runs into the boundary where the equations are singular (a chart's
+    coordinates, ``1/x`` or ``sqrt(x)`` as ``x -> 0``) shrinks its steps until they underflow,
+    or meets a non-finite value, before it can cross: the state where it stopped
+    (``x_end``) then has a condition within ``BOUNDARY_RTOL * max(1, |value at x0|)`` of 0.
+    """
+    kinds = (_abi.LANE["step_underflow"], _abi.LANE["nonfinite"])
+    cand = np.flatnonzero(np.isin(status, kinds) & np.all(np.isfinite(x_end), axis=1))
+    if cand.size == 0:
+        return ""
+    p = par[cand] if par.shape[0] > 1 else par
+    end = domain_values(system, x_end[cand], p)
+    start = domain_values(system, x0[cand], p)
+    near = end <= BOUNDARY_RTOL * np.maximum(1.0, np.abs(start))
+    hit = np.flatnonzero(np.any(near, axis=1))
+    if hit.size == 0:
+        return ""
+    lanes = cand[hit]
+    labels = list(system.domain)
+    exprs = list(system.domain.values())
+    parts = []
+    for i, k in zip(lanes[:5].tolist(), hit[:5].tolist(), strict=True):
+        j = int(np.argmax(near[k]))
+        why = _abi.STATUS[int(status[i])]
+        parts.append(
+            f"#{i}: domain[{labels[j]!r}] ({exprs[j]} > 0) fell to {end[k, j]:.3g} at "
+            f"t = {t_reached[i]:.6g} ({why} there)"
+        )
+    status[lanes] = _abi.LANE["left_domain"]
+    more = f" and {lanes.size - 5} more" if lanes.size > 5 else ""
+    return f". {system.name!r} reached the boundary of its domain: " + "; ".join(parts) + more
+
+
+def domain_outputs(
+    system: VectorField,
+    t: np.ndarray,
+    y: np.ndarray,
+    par: np.ndarray,
+    status: np.ndarray,
+    t_reached: np.ndarray,
+    threads: int = 1,
+) -> str:
+    """Mark the finished lanes with an output row outside the domain (status ``left_domain``,
+    in place; that row and later ones NaN, ``t_reached`` the last output time inside) and
+    return the sentence of the failure message naming the conditions.
+
+    For the methods whose steps are not watched by the domain events (fixed-step methods,
+    adaptive ones without ``dense``): a trajectory that crosses the boundary where the
+    equations are still defined would otherwise go on, silently, outside its chart. The
+    conditions are evaluated by the compiled kernel of the domain's expressions, one call for
+    all rows.
+    """
+    from nhfast import _core
+
+    ok = np.flatnonzero(status == 0)
+    if ok.size == 0:
+        return ""
+    exprs = list(system.domain.values())
+    cap, ctx = event_kernel(system, exprs)
+    nt, n = y.shape[1], y.shape[2]
+    rows = y[ok].reshape(ok.size * nt, n)
+    trow = np.broadcast_to(t, (ok.size, nt)).reshape(-1)
+    p = par[ok] if par.shape[0] > 1 else par
+    vals = np.empty((rows.shape[0], len(exprs)))
+    _core.eval_rows(cap, ctx, len(exprs), trow, rows, p, nt, vals, threads=threads)
+    outside = ~(vals > 0).reshape(ok.size, nt, len(exprs))
+    bad = np.flatnonzero(np.any(outside, axis=(1, 2)))
+    if bad.size == 0:
+        return ""
+    labels = list(system.domain)
+    parts = []
+    for k in bad.tolist():
+        i = int(ok[k])
+        row, j = np.argwhere(outside[k])[0]  # the first output row outside, its condition
+        status[i] = _abi.LANE["left_domain"]
+        y[i, row:] = np.nan
+        t_reached[i] = t[row - 1] if row > 0 else t[0]
+        if len(parts) < 5:
+            parts.append(
+                f"#{i}: domain[{labels[j]!r}] ({exprs[j]} > 0) is {vals[k * nt + row, j]:.3g} "
+                f"at the output time t = {t[row]:.6g}"
+            )
+    more = f" and {bad.size - 5} more" if bad.size > 5 else ""
+    return (
+        f". {system.name!r} left its domain between output times (steps not watched: use "
+        "method='taylor' or dense=True to stop at the crossing): " + "; ".join(parts) + more
+    )
