@@ -8,8 +8,11 @@ observables) and a small unrolled oscillator -- three measurements per system an
 * ``test_call`` -- ``nh.integrate(vf, x0, [0, h], params=a, method=...)`` as a user calls it
   (package wrapper, argument checks, the C driver, observables, the result);
 * ``test_call_module`` -- the same through ``nhfast.integrate.integrate`` (no package wrapper);
-* ``test_core`` -- the compiled work alone: ``_core.integrate_batch`` and ``_core.eval_rows``
-  (observables) on prepared arrays, the floor of a call.
+* ``test_core`` -- the compiled work alone: ``_core.integrate_batch`` on prepared arrays, the
+  floor of a call (the observables are computed on the first access of
+  ``result.observables``, not in the call);
+* ``test_call_observables`` -- ``nh.integrate`` and then ``result.observables`` (one more
+  kernel call).
 
 ``extra_info`` holds ``n``, ``method`` and ``part``; the Python time of a call is ``test_call``
 (or ``test_call_module``) minus ``test_core`` of the same group (``call-<system>-<method>``).
@@ -35,7 +38,7 @@ from nhfast.systems.veselova_body.embedded import join_state
 
 H = 1e-3
 T = [0.0, H]
-METHOD_OPTIONS = {"dop853": {}, "rk4": {"h": H}}
+METHOD_OPTIONS = {"dop853": {}, "rk4": {"h": H}, "taylor": {}}
 
 
 def _oscillator():
@@ -62,6 +65,7 @@ def case(request):
     n = SYSTEMS[request.param]
     vf, x0, a = _veselova(n) if n else _oscillator()
     nh.integrate(vf, x0, T, params=a)  # compiles (or loads) the kernels
+    nh.integrate(vf, x0, T, params=a, method="taylor")
     return request.param, n, vf, x0, a
 
 
@@ -82,6 +86,19 @@ def test_call(benchmark, case, method):
         rounds=100, iterations=10, warmup_rounds=2,
     )  # fmt: skip
     assert res.success and res.y.shape == (1, 2, vf.n_state)
+
+
+@pytest.mark.parametrize("method", ["dop853"])
+def test_call_observables(benchmark, case, method):
+    name, n, vf, x0, a = case
+    _info(benchmark, name, n, vf, method, "nh.integrate + observables")
+
+    def run():
+        res = nh.integrate(vf, x0, T, params=a, method=method)
+        return res, res.observables
+
+    res, obs = benchmark.pedantic(run, rounds=100, iterations=10, warmup_rounds=2)
+    assert set(obs) == set(vf.observables) and obs["energy"].shape == (1, 2)
 
 
 @pytest.mark.parametrize("method", list(METHOD_OPTIONS))
@@ -105,8 +122,9 @@ def test_core(benchmark, case, method):
     mod = sys.modules["nhfast.integrate"]
     cs = vf.compile(("observables",))
     cap, ctx = cs.kernels["rhs"]
-    ocap, octx = cs.kernels["observables"]
-    nobs = cs.n_out["observables"]
+    tcap = vf.compile_taylor().kernels["taylor"][0] if method == "taylor" else None
+    if tcap is not None:
+        cap = None
     ns = vf.n_state
     t = np.array(T)
     x = x0.reshape(1, ns).copy()
@@ -115,7 +133,7 @@ def test_core(benchmark, case, method):
     status = np.zeros(1, dtype=np.int32)
     stats = np.zeros((1, _core.NSTATS), dtype=np.int64)
     t_end = np.empty(1)
-    out = np.empty((2, nobs))
+    x_end = np.empty((1, ns)) if vf.domain else None
     h = METHOD_OPTIONS[method].get("h", 0.0)
     nstiff = mod.NSTIFF if method in mod.ADAPTIVE else 0
 
@@ -123,8 +141,8 @@ def test_core(benchmark, case, method):
         _core.integrate_batch(
             cap, ctx, ns, par.shape[1], 0, mod.METHODS[method], t, x, par, y, status, stats,
             1e-10, 1e-12, h, 0.0, 10_000_000, 1e-14, 100, 1, 64, nstiff=nstiff, t_end=t_end,
+            taylor=tcap, x_end=x_end,
         )  # fmt: skip
-        _core.eval_rows(ocap, octx, nobs, t, y.reshape(2, ns), par, 2, out, threads=1)
 
     benchmark.pedantic(run, rounds=100, iterations=10, warmup_rounds=2)
     ref = nh.integrate(vf, x0, T, params=a, method=method, **METHOD_OPTIONS[method])

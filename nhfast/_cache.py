@@ -12,7 +12,7 @@ import weakref
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
-__all__ = ["memo", "forget"]
+__all__ = ["forget", "memo", "peek"]
 
 T = TypeVar("T")
 #: id(owner) -> (weak reference to the owner, its table)
@@ -48,6 +48,15 @@ def memo(owner: Any, key: Hashable, build: Callable[[], T]) -> T:
     value = build()
     with _LOCK:
         return _table(owner).setdefault(key, value)
+
+
+def peek(owner: Any, key: Hashable) -> Any:
+    """The memoised value of ``(owner, key)``, or None; no lock and nothing built (a read of
+    two dicts, for the paths that run on every call)."""
+    entry = _MEMO.get(id(owner))
+    if entry is None or entry[0]() is not owner:
+        return None
+    return entry[1].get(key)
 
 
 def forget(owner: Any, key: Hashable | None = None) -> None:

@@ -92,6 +92,14 @@ def integrate_batch(
     order: int = 0,
     x_end: NDArray[np.float64] | None = None,
 ) -> None: ...
+def all_positive_rows(
+    kernel: CapsuleType,
+    ctx: None,
+    nout: int,
+    t: NDArray[np.float64],
+    x: NDArray[np.float64],
+    par: NDArray[np.float64],
+) -> bool: ...
 def eval_soa(
     kernel: CapsuleType,
     ctx: _PythonKernel | None,

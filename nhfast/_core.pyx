@@ -703,6 +703,50 @@ cdef int _rows_item(void *args, int64_t c) noexcept nogil:
                         a.rows_per_par, row0, m, a.out, a.block, a.stop)
 
 
+def all_positive_rows(object kernel, object ctx, nout, const double[::1] t,
+                      const double[:, ::1] x, const double[::1] par):
+    """Whether every output of a compiled kernel is > 0 on every row of ``x`` (times ``t``,
+    the one parameter row ``par``); NaN is not > 0. Rows go to the kernel one at a time as
+    blocks of one lane (a row is then its own struct-of-arrays block): no gathering, for the
+    few rows of one trajectory (a domain's conditions at its states)."""
+    cdef nh_kernel_fn fn = _unwrap(kernel)
+    if ctx is not None:
+        raise ValueError("all_positive_rows needs a compiled kernel")
+    cdef int64_t m = _int_arg(nout, "nout", 0, _INT32_MAX)
+    cdef int64_t nrows = x.shape[0]
+    if t.shape[0] != nrows:
+        raise ValueError("t does not match the rows of x")
+    cdef double small[16]
+    cdef double *out = small
+    cdef int64_t r, j
+    cdef int rc = NH_OK
+    cdef bint ok = True
+    cdef const double *p = &par[0] if par.shape[0] > 0 else NULL
+    if m == 0 or nrows == 0:
+        return True
+    if m > 16:
+        out = <double *>malloc(sizeof(double) * m)
+        if out == NULL:
+            raise MemoryError()
+    try:
+        with nogil:
+            for r in range(nrows):
+                rc = fn(NULL, &t[r], &x[r, 0], p, out, 1, 1)
+                if rc != NH_OK:
+                    break
+                for j in range(m):
+                    if not (out[j] > 0.0):
+                        ok = False
+                if not ok:
+                    break
+    finally:
+        if out != small:
+            free(out)
+    if rc != NH_OK:
+        _raise(rc, None)
+    return ok
+
+
 def eval_rows(object kernel, object ctx, nout, const double[::1] t,
               const double[:, ::1] x, const double[:, ::1] par, rows_per_par,
               double[:, ::1] out, threads=1, block=256):
@@ -729,6 +773,10 @@ def eval_rows(object kernel, object ctx, nout, const double[::1] t,
         raise ValueError("too few parameter rows for the rows of x")
     if a.nrows == 0 or a.nout == 0:
         return
+    # no wider than the rows: a few rows get small gather buffers (a 256-lane block of a
+    # 128-state system is 256 kB, allocated and faulted in per call), the same values
+    if a.block > a.nrows:
+        a.block = a.nrows
     a.par_stride = 0 if par.shape[0] == 1 else a.npar
     a.fn = fn
     a.ctx = <void *>ctx if ctx is not None else NULL

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from nhfast import _abi, _jit
+from nhfast import _abi
 from nhfast._cache import memo
 from nhfast._kernels import compile_kernels, load_compiled
 from nhfast.codegen.ckernels import KernelSet
@@ -125,7 +125,8 @@ def event_kernel(system: VectorField, exprs: list[sp.Expr]) -> tuple[Any, Any]:
     library travels with a pickled system (its C source, as the system's own kernels do): a
     worker loads it without generating code.
     """
-    key = tuple(sp.srepr(e) for e in exprs)
+    # the expressions themselves (hashable, their hash cached by SymPy): no printing per call
+    key = tuple(exprs)
 
     def build() -> tuple[Any, Any]:
         shipped = memo(system, "shipped_events", dict).pop(key, None)
@@ -151,17 +152,17 @@ def event_kernel(system: VectorField, exprs: list[sp.Expr]) -> tuple[Any, Any]:
 
 def domain_watch(system: VectorField, user: EventSpec | None) -> DomainWatch | None:
     """The user's events (or none) followed by the domain conditions as terminal events
-    (``expr`` falling through 0); None when the system has no domain (or the kernels are
-    NumPy functions, which the core's event search does not take)."""
+    (``expr`` falling through 0); None when the system has no domain. The caller watches
+    with compiled kernels only (the core's event search does not take NumPy functions)."""
     domain = getattr(system, "domain", None)
-    if not domain or _jit.backend() == "numpy":  # events need compiled kernels
+    if not domain:
         return None
     exprs = list(domain.values())
     m = len(exprs)
     falling = np.full(m, -1, dtype=np.int32)
     terminal = np.ones(m, dtype=np.int32)
     if user is None:
-        return DomainWatch((exprs, falling, terminal), 0)
+        return memo(system, "domain_watch", lambda: DomainWatch((exprs, falling, terminal), 0))
     u_exprs, u_dirs, u_terms = user
     spec = (
         [*u_exprs, *exprs],
@@ -189,6 +190,8 @@ def domain_exits(
     """
     nuser = watch.n_user
     cnt = record.count
+    if user is None and not cnt.any():  # no lane met the boundary: nothing to report
+        return None, ""
     cap = record.t.shape[1]
     # a lane a terminal event stopped ends with status 0 before the final output time
     stopped = (status == 0) & (t_reached != t_final)
@@ -313,12 +316,15 @@ def domain_outputs(
     """
     from nhfast import _core
 
+    exprs = list(system.domain.values())
+    cap, ctx = event_kernel(system, exprs)
+    ntraj, nt, n = y.shape
+    if ntraj == 1 and status[0] == 0 and ctx is None:  # one trajectory: its rows in place
+        if _core.all_positive_rows(cap, ctx, len(exprs), t, y.reshape(nt, n), par[0]):
+            return ""
     ok = np.flatnonzero(status == 0)
     if ok.size == 0:
         return ""
-    exprs = list(system.domain.values())
-    cap, ctx = event_kernel(system, exprs)
-    nt, n = y.shape[1], y.shape[2]
     rows = y[ok].reshape(ok.size * nt, n)
     trow = np.broadcast_to(t, (ok.size, nt)).reshape(-1)
     p = par[ok] if par.shape[0] > 1 else par

@@ -11,7 +11,8 @@ import numpy as np
 
 from nhfast import _abi
 from nhfast._cache import memo
-from nhfast._kernels import CompiledSystem, InputChecks
+from nhfast._fastpath import call_plan
+from nhfast._kernels import InputChecks
 from nhfast._validate import (
     output_times,
     params_rows,
@@ -56,6 +57,10 @@ class IntegrationResult:
     y : ndarray, shape (n_traj, n_t, n_state)
         States at the output times (NaN after a lane failed).
     observables : dict of str to ndarray of shape (n_traj, n_t)
+        Values of the system's observables at the output times. :func:`integrate` leaves
+        them to the first access of the attribute (one kernel call for every row then), so a
+        run whose observables are never read does not pay for them; they are computed from
+        ``y`` as it is at that access.
     status : ndarray of int32, shape (n_traj,)
         0 for success, else a code of ``nhfast.STATUS``.
     stats : dict of str to ndarray of int64, shape (n_traj,)
@@ -79,6 +84,28 @@ class IntegrationResult:
     t_reached: np.ndarray | None = None
     events: EventRecord | None = None
 
+    def __getattr__(self, name: str) -> Any:
+        # reached only for an attribute not in the instance: the observables a run left to
+        # be computed on first access (see defer_observables)
+        if name == "observables":
+            build = self.__dict__.pop("_observables_build", None)
+            if build is not None:
+                value = self.__dict__["observables"] = build(self)
+                return value
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def defer_observables(self, build: Any) -> None:
+        """Compute ``observables`` with ``build(self)`` on the first access of the attribute."""
+        self.__dict__.pop("observables", None)
+        self.__dict__["_observables_build"] = build
+
+    def __getstate__(self) -> dict[str, Any]:
+        self.observables  # noqa: B018 - computed now: the builder does not pickle
+        return dict(self.__dict__)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
     @property
     def success(self) -> bool:
         return bool(np.all(self.status == 0))
@@ -87,6 +114,19 @@ class IntegrationResult:
     def failed(self) -> np.ndarray:
         """Boolean mask of the trajectories that did not finish."""
         return self.status != 0
+
+
+_CORE: Any = None
+
+
+def _core_module() -> Any:
+    """``nhfast._core``, imported on the first call (not at import time)."""
+    global _CORE
+    if _CORE is None:
+        from nhfast import _core
+
+        _CORE = _core
+    return _CORE
 
 
 def _check_system(system, method: str) -> None:
@@ -143,6 +183,14 @@ def _positive_ints(**values) -> None:
         if type(v) is not int or v < 1:
             positive_ints(**values)
             return
+
+
+def _plain_ints(*values: Any) -> bool:
+    """Whether every value is a plain int >= 1 (then :func:`positive_ints` passes)."""
+    for v in values:
+        if type(v) is not int or v < 1:
+            return False
+    return True
 
 
 def integrate(
@@ -289,8 +337,7 @@ def integrate(
         solve that does not converge, stiffness, leaving the domain) and ``keep_failed`` is
         False.
     """
-    from nhfast import _core  # the compiled core loads on first use
-
+    _core = _core_module()  # the compiled core loads on first use
     if isinstance(method, str) and method in HAMILTONISED:
         raise ValueError(
             f"method={method!r} integrates a Chaplygin system in Hamiltonised form: call "
@@ -302,16 +349,22 @@ def integrate(
         )
     _check_system(system, method)
     n, npar = system.n_state, system.n_params
-    x = state_rows(x0, n, "x0")
+    plan = call_plan(system)
+    fast = None if plan is None else plan.inputs(x0, t_eval, params)
+    if fast is None:  # the full checks, which name what is wrong
+        x = state_rows(x0, n, "x0")
+        t = output_times(t_eval, "t_eval")
+        par = params_rows(params, system.params, x.shape[0], "params")
+        check_inputs(system, x, par, "x0")
+    else:
+        x, t, par = fast
     ntraj = x.shape[0]
-    t = output_times(t_eval, "t_eval")
-    par = params_rows(params, system.params, ntraj, "params")
-    check_inputs(system, x, par, "x0")
     rtol = _positive(rtol, "rtol")
     atol = _positive(atol, "atol")
     tol = _positive(tol, "tol")
     # the integers first: the step count of a fixed-step method is compared with max_steps
-    _positive_ints(threads=threads, max_steps=max_steps, max_iter=max_iter, block=block)
+    if not _plain_ints(threads, max_steps, max_iter, block):
+        _positive_ints(threads=threads, max_steps=max_steps, max_iter=max_iter, block=block)
     if method in ADAPTIVE:
         h0 = 0.0 if h is None else _positive(h, "h")
     else:
@@ -346,7 +399,6 @@ def integrate(
         _positive_ints(max_events=max_events)
     if not isinstance(watch_domain, (bool, np.bool_)):
         raise TypeError(f"watch_domain must be True or False, got {type(watch_domain).__name__}")
-    dom = domain_watch(system, ev_spec) if watch_domain and (dense or taylor) else None
     if not isinstance(stiffness_check, (bool, np.bool_)):
         raise TypeError(
             f"stiffness_check must be True or False, got {type(stiffness_check).__name__}"
@@ -359,15 +411,20 @@ def integrate(
     if taylor:
         tcap, ctx = _taylor_kernel(system)
         cap = None
-        cs = system.compile(wanted) if wanted else None
     else:
-        cs = system.compile(wanted)
-        cap, ctx = cs.kernels["rhs"]
+        cap, ctx = (
+            system.compile(wanted).kernels["rhs"] if plan is None else plan.rhs_kernel(wanted)
+        )
+    # the domain's conditions as events: with a compiled kernel (ctx None) and a polynomial
+    dom = (
+        domain_watch(system, ev_spec)
+        if watch_domain and (dense or taylor) and ctx is None
+        else None
+    )
     y = np.empty((ntraj, t.size, n))
     status = np.zeros(ntraj, dtype=np.int32)
     stats = np.zeros((ntraj, _core.NSTATS), dtype=np.int64)
-    t_reached = np.empty(ntraj)
-    t_reached.fill(t[0])
+    t_reached = np.full(ntraj, t[0])
     # the state where each trajectory stopped, to tell a stop at the domain's boundary
     x_end = np.empty((ntraj, n)) if watch_domain and getattr(system, "domain", None) else None
     split = system.split or 0
@@ -409,9 +466,9 @@ def integrate(
         t_reached=t_reached,
         events=record,
     )
-    if wanted and cs is not None:
-        res.observables = _observables(cs, list(system.observables), res, par, threads)
-    if np.count_nonzero(status):
+    if wanted:
+        res.defer_observables(lambda r: _observables(system, r, par, threads))
+    if status[0] if ntraj == 1 else np.count_nonzero(status):
         if dom is None and getattr(system, "domain", None):
             note += _domain_hint(status, method)
         report_failures(res, status != 0, keep_failed, note)
@@ -508,10 +565,12 @@ def _warn_serial() -> None:
 
 
 def _observables(
-    cs: CompiledSystem, names: list[str], res: IntegrationResult, par: np.ndarray, threads: int
+    system: VectorField, res: IntegrationResult, par: np.ndarray, threads: int
 ) -> dict[str, np.ndarray]:
     from nhfast import _core
 
+    cs = system.compile(("observables",))
+    names = list(system.observables)
     ntraj, nt, n = res.y.shape
     rows = ntraj * nt
     # one trajectory: its output times are the rows' times (no broadcast copy)

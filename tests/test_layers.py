@@ -25,7 +25,7 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (2, ("nhfast.codegen",)),
     (3, ("nhfast._kernels",)),
     (4, ("nhfast.vectorfield", "nhfast.structured_field")),
-    (5, ("nhfast.integrate", "nhfast.distributed", "nhfast.events")),
+    (5, ("nhfast.integrate", "nhfast.distributed", "nhfast.events", "nhfast._fastpath")),
     (6, ("nhfast.hamiltonised",)),
     (7, ("nhfast.symbolic",)),
     (8, ("nhfast.systems",)),

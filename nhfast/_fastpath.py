@@ -1,0 +1,171 @@
+"""The common call of :func:`nhfast.integrate`, checked with a few NumPy reductions.
+
+A per-system :class:`CallPlan` (built once, kept in the system's memo) holds what every call
+needs: sizes, the parameters' sign rules, the compiled domain kernel. :meth:`CallPlan.inputs`
+accepts the usual arguments -- float64 arrays of the right shape, ``t_eval`` of two floats or
+a float64 array -- when every value certainly passes the full checks, and returns None
+otherwise: the caller then runs the full checks of :mod:`nhfast._validate` and the system,
+which raise the errors (so the messages do not depend on the path). Results are the same
+arrays either way.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any
+
+import numpy as np
+
+from nhfast._cache import memo, peek
+from nhfast.events import event_kernel
+from nhfast.vectorfield import VectorField
+
+__all__ = ["CallPlan", "call_plan"]
+
+_FLOAT = np.dtype(float)
+_sum = np.add.reduce
+_min = np.minimum.reduce
+_all = np.logical_and.reduce
+
+
+#: Up to this many entries a Python list is quicker to reduce than a NumPy call.
+_SMALL = 64
+
+
+def _total(a: np.ndarray) -> float:
+    """Sum of the entries (NaN when one is NaN or infinities of both signs meet)."""
+    if a.size <= _SMALL:
+        return sum(a.ravel().tolist())
+    return float(_sum(a, axis=None))
+
+
+def _positive_finite(a: np.ndarray) -> bool:
+    """Whether every entry is finite and > 0 (a NaN makes the sum NaN)."""
+    if a.size <= _SMALL:
+        vals = a.ravel().tolist()
+        return min(vals) > 0 and math.isfinite(sum(vals))
+    return bool(_min(a, axis=None) > 0) and math.isfinite(_sum(a, axis=None))
+
+
+class CallPlan:
+    """What :func:`nhfast.integrate` needs of ``system`` on every call (see module doc)."""
+
+    def __init__(self, system: VectorField) -> None:
+        self.n = system.n_state
+        self.npar = system.n_params
+        params = list(system.params)
+        # a positive parameter passes its check when the row's minimum is > 0; any other
+        # assumption (nonnegative, nonzero, ...) is left to the full checks
+        self.positive = bool(params) and all(p.is_positive for p in params)
+        self.free = all(
+            not (p.is_positive or p.is_nonnegative or p.is_nonzero or p.is_negative) for p in params
+        )
+        self.domain = bool(getattr(system, "domain", None))
+        self._system_domain = list(system.domain.values()) if self.domain else []
+        self._domain_kernel: tuple[Any, Any] | None = None
+        self._rhs: dict[tuple[str, ...], tuple[Any, Any]] = {}
+        # weakly: the plan lives in the system's memo, which must not keep the system alive
+        self._system = weakref.ref(system)
+
+    def rhs_kernel(self, wanted: tuple[str, ...]) -> tuple[Any, Any]:
+        """(capsule, ctx) of the system's ``rhs`` kernel, from the library that also holds
+        the families ``wanted`` (``system.compile(wanted)``, looked up once)."""
+        got = self._rhs.get(wanted)
+        if got is None:
+            system = self._system()
+            if system is None:
+                raise ReferenceError("the system of this call plan is gone")
+            got = self._rhs[wanted] = system.compile(wanted).kernels["rhs"]
+        return got
+
+    def domain_kernel(self) -> tuple[Any, Any]:
+        """(capsule, ctx) of the compiled kernel of the domain conditions."""
+        if self._domain_kernel is None:
+            system = self._system()
+            if system is None:
+                raise ReferenceError("the system of this call plan is gone")
+            self._domain_kernel = event_kernel(system, self._system_domain)
+        return self._domain_kernel
+
+    def inputs(
+        self, x0: Any, t_eval: Any, params: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(x, t, par)`` as the full checks would return them, or None (run those)."""
+        n, npar = self.n, self.npar
+        if type(x0) is not np.ndarray or x0.dtype != _FLOAT or not x0.flags.c_contiguous:
+            return None
+        if x0.ndim == 1:
+            if x0.shape[0] != n:
+                return None
+            x = x0.reshape(1, n)
+        elif x0.ndim == 2 and x0.shape[1] == n and x0.shape[0] > 0:
+            x = x0
+        else:
+            return None
+        if not math.isfinite(_total(x)):  # NaN, inf (or an overflowing sum)
+            return None
+        if type(t_eval) is list and len(t_eval) == 2:
+            t0, t1 = t_eval
+            if type(t0) is not float or type(t1) is not float:
+                return None
+            if not (math.isfinite(t0) and math.isfinite(t1) and t0 != t1):
+                return None
+            t = np.array(t_eval)
+        else:
+            return None
+        if npar == 0:
+            if params is not None:
+                return None
+            par = np.zeros((1, 0))
+        else:
+            if type(params) is not np.ndarray or params.dtype != _FLOAT:
+                return None
+            if not params.flags.c_contiguous:
+                return None
+            if params.shape == (npar,):
+                par = params.reshape(1, npar)
+            elif params.ndim == 2 and params.shape == (x.shape[0], npar):
+                par = params
+            else:
+                return None
+            if self.positive:
+                if not _positive_finite(par):
+                    return None
+            elif not (self.free and math.isfinite(_total(par))):
+                return None
+        if self.domain and not self._inside(x, t, par):
+            return None
+        return x, t, par
+
+    def _inside(self, x: np.ndarray, t: np.ndarray, par: np.ndarray) -> bool:
+        """Whether every state is inside the domain (the compiled kernel of its conditions)."""
+        from nhfast import _core
+
+        cap, ctx = self.domain_kernel()
+        m = len(self._system_domain)
+        rows = x.shape[0]
+        if ctx is None and par.shape[0] == 1:  # compiled: one call, no arrays
+            return _core.all_positive_rows(cap, ctx, m, np.full(rows, t[0]), x, par[0])
+        vals = np.empty((rows, m))
+        times = np.full(rows, t[0]) if rows > 1 else t[:1]
+        _core.eval_rows(cap, ctx, m, times, x, par, 1, vals, threads=1)
+        return bool(_all(vals > 0, axis=None))
+
+
+def call_plan(system: VectorField) -> CallPlan | None:
+    """The system's :class:`CallPlan`, built once; None for a system whose checks are its own
+    (a class that overrides ``check_inputs``, ``check_params`` or ``check_domain``)."""
+    plan = peek(system, "call_plan")
+    if plan is not None:
+        return plan[0]
+
+    def build() -> CallPlan | None:
+        cls = type(system)
+        own = any(
+            getattr(cls, m) is not getattr(VectorField, m)
+            for m in ("check_inputs", "check_params", "check_domain")
+        )
+        return (None if own else CallPlan(system),)  # a tuple: None is a value too
+
+    return memo(system, "call_plan", build)[0]

@@ -1,0 +1,94 @@
+"""The common call's fast path and lazily computed observables (issue 12, item 4).
+
+The fast path (``nhfast._fastpath.CallPlan``) must give the arrays the full checks give and
+never accept what they refuse; observables computed on first access must equal those of an
+independent evaluation of the same kernel family on the result's states.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import nhfast as nh
+from nhfast._fastpath import call_plan
+
+
+@pytest.fixture(scope="module")
+def pendulum():
+    q, p = sp.symbols("q p")
+    g = sp.Symbol("g", positive=True)
+    return nh.VectorField(
+        [q, p], [p, -g * sp.sin(q)], params=[g],
+        observables={"energy": p**2 / 2 - g * sp.cos(q), "q2": q**2},
+        domain={"|q| < 3": 9 - q**2}, name="pendulum",
+    )  # fmt: skip
+
+
+def test_fast_and_full_paths_give_the_same_result(pendulum):
+    x0 = np.array([0.5, 0.1])
+    fast = nh.integrate(pendulum, x0, [0.0, 2.0], params=np.array([9.81]))
+    full = nh.integrate(pendulum, [0.5, 0.1], (0.0, 2.0), params=[9.81])  # lists: full checks
+    assert call_plan(pendulum).inputs(x0, [0.0, 2.0], np.array([9.81])) is not None
+    assert call_plan(pendulum).inputs([0.5, 0.1], (0.0, 2.0), [9.81]) is None
+    np.testing.assert_array_equal(fast.y, full.y)
+    np.testing.assert_array_equal(fast.observables["energy"], full.observables["energy"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    q=st.sampled_from([0.0, 2.9, 3.0, -3.5, np.nan, np.inf, 1e308]),
+    g=st.sampled_from([9.81, 0.0, -1.0, np.nan, np.inf, 1e-300]),
+    rows=st.sampled_from([1, 3]),
+)
+def test_fast_path_never_accepts_what_the_checks_refuse(pendulum, q, g, rows):
+    x = np.tile([q, 0.2], (rows, 1))
+    par = np.array([g])
+    plan = call_plan(pendulum)
+    try:
+        pendulum.check_inputs(x, par.reshape(1, -1), "x0")
+        ok = bool(np.all(np.isfinite(x))) and bool(np.isfinite(g))
+    except ValueError:
+        ok = False
+    got = plan.inputs(x if rows > 1 else x[0], [0.0, 1.0], par)
+    if not ok:
+        assert got is None
+        with pytest.raises((ValueError, TypeError)):
+            nh.integrate(pendulum, x, [0.0, 1.0], params=par)
+    elif got is not None:
+        np.testing.assert_array_equal(got[0], x)
+
+
+def test_observables_on_first_access_equal_an_independent_evaluation(pendulum):
+    x0 = np.array([[0.5, 0.1], [1.0, -0.3], [2.0, 0.0]])
+    res = nh.integrate(pendulum, x0, np.linspace(0, 3, 7), params=np.array([9.81]))
+    assert "observables" not in vars(res)  # not computed by the call
+    want = pendulum.evaluate("observables", res.y, params=[9.81])
+    got = res.observables
+    np.testing.assert_allclose(got["energy"], want[..., 0], rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(got["q2"], want[..., 1], rtol=1e-15, atol=1e-15)
+    assert res.observables is got  # computed once
+
+
+def test_results_pickle_and_copy_with_their_observables(pendulum):
+    res = nh.integrate(pendulum, np.array([0.5, 0.1]), [0.0, 1.0], params=np.array([9.81]))
+    back = pickle.loads(pickle.dumps(res))
+    np.testing.assert_array_equal(back.observables["energy"], res.observables["energy"])
+    res2 = nh.integrate(pendulum, np.array([0.5, 0.1]), [0.0, 1.0], params=np.array([9.81]))
+    dup = copy.deepcopy(res2)
+    np.testing.assert_array_equal(dup.observables["q2"], res2.observables["q2"])
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        res2.nothing  # noqa: B018
+
+
+def test_no_observables_wanted(pendulum):
+    res = nh.integrate(
+        pendulum, np.array([0.5, 0.1]), [0.0, 1.0], params=np.array([9.81]), observables=False
+    )
+    assert res.observables == {}
