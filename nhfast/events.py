@@ -326,7 +326,7 @@ def domain_outputs(
     if ok.size == 0:
         return ""
     rows = y[ok].reshape(ok.size * nt, n)
-    trow = np.broadcast_to(t, (ok.size, nt)).reshape(-1)
+    trow = np.tile(t, ok.size)  # contiguous (a broadcast view is not when nt = 1)
     p = par[ok] if par.shape[0] > 1 else par
     vals = np.empty((rows.shape[0], len(exprs)))
     _core.eval_rows(cap, ctx, len(exprs), trow, rows, p, nt, vals, threads=threads)

@@ -574,7 +574,7 @@ def _observables(
     ntraj, nt, n = res.y.shape
     rows = ntraj * nt
     # one trajectory: its output times are the rows' times (no broadcast copy)
-    trow = res.t if ntraj == 1 else np.broadcast_to(res.t, (ntraj, nt)).reshape(rows)
+    trow = res.t if ntraj == 1 else np.tile(res.t, ntraj)  # contiguous, also when nt = 1
     nobs = cs.n_out["observables"]
     out = np.empty((rows, nobs))
     cap, ctx = cs.kernels["observables"]

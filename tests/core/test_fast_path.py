@@ -92,3 +92,13 @@ def test_no_observables_wanted(pendulum):
         pendulum, np.array([0.5, 0.1]), [0.0, 1.0], params=np.array([9.81]), observables=False
     )
     assert res.observables == {}
+
+
+def test_one_output_time_for_several_trajectories(pendulum):
+    """t_eval of one time: the rows' times are contiguous (a broadcast view is not)."""
+    x0 = np.array([[0.5, 0.1], [1.0, -0.3]])
+    for method, kw in [("dop853", {}), ("rk4", {"h": 0.1})]:
+        res = nh.integrate(pendulum, x0, [0.0], params=np.array([9.81]), method=method, **kw)
+        assert res.success and res.y.shape == (2, 1, 2)
+        np.testing.assert_array_equal(res.y[:, 0], x0)
+        np.testing.assert_allclose(res.observables["q2"][:, 0], x0[:, 0] ** 2, rtol=1e-15)
