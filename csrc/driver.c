@@ -48,6 +48,8 @@ int nh_integrate_block_ex(const nh_system *sys, const nh_options *opt, const dou
         par_stride < 0 || count > INT64_MAX - lane0)
         return NH_ERR_SIZE;
     if (sys->npar > 0 && !par) return NH_ERR_ARG;
+    if (sys->nderived < 0 || (sys->derive ? sys->nderived < 1 : sys->nderived != 0))
+        return NH_ERR_ARG;
     if (opt->method < 0 || opt->method >= NH_N_METHODS || opt->max_steps < 1 || opt->max_iter < 1 ||
         opt->nstiff < 0)
         return NH_ERR_ARG;
@@ -62,7 +64,9 @@ int nh_integrate_block_ex(const nh_system *sys, const nh_options *opt, const dou
     const int64_t w = count < width ? count : width;
     if (w > NH_MAX_ELEMS) return NH_ERR_SIZE;
     const int64_t nl = (w + NH_CHUNK - 1) / NH_CHUNK * NH_CHUNK;
-    if (!nh_fits(n, nl) || !nh_fits(sys->npar, nl) || !nh_fits(NH_NSTATS, nl)) return NH_ERR_SIZE;
+    if (sys->nderived > NH_MAX_ELEMS - sys->npar) return NH_ERR_SIZE;
+    const int64_t npar_all = sys->npar + sys->nderived; /* rows of the block's parameters */
+    if (!nh_fits(n, nl) || !nh_fits(npar_all, nl) || !nh_fits(NH_NSTATS, nl)) return NH_ERR_SIZE;
     if (ev && !nh_fits(ev->nev, nl)) return NH_ERR_SIZE;
     static const double no_par = 0.0;
     nh_block b;
@@ -84,7 +88,8 @@ int nh_integrate_block_ex(const nh_system *sys, const nh_options *opt, const dou
     b.stats = stats;
     b.t_end = t_end;
     b.x_end = x_end;
-    b.par = (double *)malloc(sizeof(double) * (size_t)(sys->npar > 0 ? sys->npar * nl : 1));
+    b.err = NH_OK;
+    b.par = (double *)calloc((size_t)(npar_all > 0 ? npar_all * nl : 1), sizeof(double));
     b.x = (double *)malloc(sizeof(double) * (size_t)(n * nl));
     b.tl = (double *)malloc(sizeof(double) * (size_t)nl);
     b.kout = (int64_t *)malloc(sizeof(int64_t) * (size_t)nl);
@@ -109,6 +114,7 @@ int nh_integrate_block_ex(const nh_system *sys, const nh_options *opt, const dou
         b.gid[l] = -1;
         b.active[l] = 0;
     }
+    nh_derive_block(&b);
     if (taylor) {
         rc = nh_run_taylor(&b);
     } else if ((NH_ADAPTIVE_MASK >> opt->method) & 1) {
@@ -129,7 +135,10 @@ int nh_integrate_block_ex(const nh_system *sys, const nh_options *opt, const dou
         }
         free(fresh);
     }
-    if (rc == NH_ERR_INTERRUPTED) interrupt_block(&b);
+    if (b.err != NH_OK)
+        rc = b.err;
+    else if (rc == NH_ERR_INTERRUPTED)
+        interrupt_block(&b);
 done:
     free(b.par);
     free(b.x);

@@ -92,7 +92,8 @@ struct nh_block {
     const double *x0;     /* global initial states [ntraj][n] */
     const double *par_in; /* global parameters, row of trajectory g at g * par_stride */
     int64_t par_stride;
-    double *par;    /* [npar][nl] */
+    double *par;    /* [npar + nderived][nl]: the parameters, then the derived ones */
+    int err;        /* NH_OK, or the code of a failed derive call (the run then stops) */
     double *x;      /* [n][nl] current state */
     double *tl;     /* [nl] current time per lane */
     int64_t *kout;  /* [nl] index of the next output time */
@@ -255,7 +256,18 @@ static inline int nh_check_stop(nh_interrupt *s) {
 }
 
 /* Whether the run this block belongs to was asked to stop (see nh_interrupt). */
-static inline int nh_stopping(const nh_block *b) { return nh_check_stop(b->opt->stop); }
+static inline int nh_stopping(const nh_block *b) {
+    return b->err != NH_OK || nh_check_stop(b->opt->stop);
+}
+
+/* The derived parameter rows of slots 0..nw-1 from their parameter rows (nh_abi.h); a
+ * failure is kept in b->err and stops the run. */
+static inline void nh_derive_block(nh_block *b) {
+    const nh_system *s = b->sys;
+    if (!s->derive || b->err != NH_OK) return;
+    const int rc = s->derive(s->ctx, b->tl, b->x, b->par, b->par + s->npar * b->nl, b->nw, b->nl);
+    if (rc != NH_OK) b->err = rc;
+}
 
 /* Largest element count of one work buffer: a count below it, times the few dozen arrays and
  * the 8 bytes of a double, stays far from overflowing size_t and ptrdiff_t. */
@@ -303,6 +315,7 @@ static inline int64_t nh_refill(nh_block *b, unsigned char *fresh) {
         ++c;
         if (b->nt < 2) nh_retire(b, l);
     }
+    if (c > 0) nh_derive_block(b); /* once per trajectory (the other slots' rows stay equal) */
     return c;
 }
 

@@ -84,6 +84,9 @@ typedef struct {
     int64_t n;        /* state dimension */
     int64_t npar;     /* number of parameters */
     int64_t split;    /* leapfrog: the first `split` components are the positions */
+    nh_kernel_fn derive; /* NULL, or the library's nh_derive: rhs is then its nh_rhs_derived,
+                            reading npar + nderived parameter rows (nh_abi.h) */
+    int64_t nderived; /* number of derived parameters (0 without derive) */
 } nh_system;
 
 typedef struct {

@@ -28,6 +28,9 @@ __all__ = [
     "STIFF",
     "SYMBOL",
     "TAYLOR_MAX_ORDER",
+    "DERIVED_COUNT_SYMBOL",
+    "DERIVE_SYMBOL",
+    "RHS_DERIVED_SYMBOL",
 ]
 
 #: Directory of the shipped C headers (``nh_abi.h``, ``linalg.h``) that generated kernels
@@ -61,6 +64,12 @@ HAS: dict[str, int] = {family: _core.HAS[c.lower()] for family, c in _FLAG.items
 FLAG_MACRO: dict[str, str] = {family: f"NH_HAS_{c}" for family, c in _FLAG.items()}
 #: Exported C symbol of each kernel family.
 SYMBOL: dict[str, str] = {family: f"nh_{family}" for family in _FLAG}
+
+#: Optional exports of a library whose right-hand side reads derived parameters (see
+#: ``nh_abi.h``): their count, the kernel computing them, and the rhs on the extended block.
+DERIVED_COUNT_SYMBOL = "nh_derived_count"
+DERIVE_SYMBOL = "nh_derive"
+RHS_DERIVED_SYMBOL = "nh_rhs_derived"
 
 #: ``NH_TAYLOR_MAX_ORDER``: the largest order of the Taylor method (its kernel's ``order``).
 TAYLOR_MAX_ORDER: int = _core.TAYLOR_MAX_ORDER

@@ -91,6 +91,8 @@ def integrate_batch(
     taylor: CapsuleType | None = None,
     order: int = 0,
     x_end: NDArray[np.float64] | None = None,
+    derive: CapsuleType | None = None,
+    nderived: int = 0,
 ) -> None: ...
 def all_positive_rows(
     kernel: CapsuleType,

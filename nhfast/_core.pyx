@@ -78,6 +78,8 @@ cdef extern from "nh_core.h":
         int64_t n
         int64_t npar
         int64_t split
+        nh_kernel_fn derive
+        int64_t nderived
     ctypedef struct nh_options:
         int method
         double rtol
@@ -477,7 +479,8 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
                     double[:, :, ::1] y, int32_t[::1] status, int64_t[:, ::1] stats,
                     double rtol, double atol, double h, double hmax, max_steps,
                     double tol, max_iter, threads=1, block=64, nstiff=0, t_end=None,
-                    dense=False, events=None, taylor=None, order=0, x_end=None):
+                    dense=False, events=None, taylor=None, order=0, x_end=None,
+                    derive=None, nderived=0):
     """Integrate every lane of a batch; see ``nhfast.integrate`` for the meaning of each field.
 
     ``par`` has one row per lane, or a single row that is broadcast. Each thread runs one
@@ -513,6 +516,10 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     n)``) and ``count`` (int64, ``(ntraj,)``, zero on entry). Each trajectory's events are
     recorded in time order (at most ``cap``; ``count`` counts all), a terminal one ends it.
 
+    ``derive`` (not with the Taylor method): None, or a capsule of the library's
+    ``nh_derive``; ``rhs`` is then its ``nh_rhs_derived`` and ``nderived`` (>= 1) the number
+    of derived parameters, computed once per trajectory from its parameter row (nh_abi.h).
+
     Raises ``ValueError`` naming the argument for an integer out of range or inconsistent
     shapes; on a signal whose handler raises (Ctrl-C), every thread stops after its current
     step and the handler's exception (``KeyboardInterrupt``) propagates.
@@ -536,6 +543,10 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     sys.n = _int_arg(n, "n", 1, _INT32_MAX)
     sys.npar = _int_arg(npar, "npar", 0, _INT32_MAX)
     sys.split = _int_arg(split, "split", 0, _INT32_MAX)
+    sys.nderived = _int_arg(nderived, "nderived", 0, _INT32_MAX)
+    sys.derive = NULL
+    if (derive is None) != (sys.nderived == 0):
+        raise ValueError("derive and nderived >= 1 go together (nderived=0 without derive)")
     opt.method = _int_arg(method, "method", 0, NH_N_METHODS - 1)
     opt.max_steps = _int_arg(max_steps, "max_steps", 1, _INT64_MAX)
     opt.max_iter = _int_arg(max_iter, "max_iter", 1, _INT64_MAX)
@@ -599,6 +610,10 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
         sys.rhs = _unwrap(rhs) if rhs is not None else NULL
     else:
         sys.rhs = _unwrap(rhs)
+    if derive is not None:
+        if opt.method == NH_TAYLOR or ctx is not None:
+            raise ValueError("derive: derived parameters go with a compiled rhs (not taylor)")
+        sys.derive = _unwrap(derive)
     sys.ctx = <void *>ctx if ctx is not None else NULL
     opt.rtol = rtol
     opt.atol = atol

@@ -64,19 +64,19 @@ class CallPlan:
         self.domain = bool(getattr(system, "domain", None))
         self._system_domain = list(system.domain.values()) if self.domain else []
         self._domain_kernel: tuple[Any, Any] | None = None
-        self._rhs: dict[tuple[str, ...], tuple[Any, Any]] = {}
+        self._rhs: dict[tuple[str, ...], tuple[Any, Any, Any, int]] = {}
         # weakly: the plan lives in the system's memo, which must not keep the system alive
         self._system = weakref.ref(system)
 
-    def rhs_kernel(self, wanted: tuple[str, ...]) -> tuple[Any, Any]:
-        """(capsule, ctx) of the system's ``rhs`` kernel, from the library that also holds
-        the families ``wanted`` (``system.compile(wanted)``, looked up once)."""
+    def rhs_kernel(self, wanted: tuple[str, ...]) -> tuple[Any, Any, Any, int]:
+        """The integrator's rhs (``CompiledSystem.integrator_rhs``) from the library that also
+        holds the families ``wanted`` (``system.compile(wanted)``, looked up once)."""
         got = self._rhs.get(wanted)
         if got is None:
             system = self._system()
             if system is None:
                 raise ReferenceError("the system of this call plan is gone")
-            got = self._rhs[wanted] = system.compile(wanted).kernels["rhs"]
+            got = self._rhs[wanted] = system.compile(wanted).integrator_rhs()
         return got
 
     def domain_kernel(self) -> tuple[Any, Any]:

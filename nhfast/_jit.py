@@ -159,6 +159,10 @@ class LoadedLibrary:
     lib: ctypes.CDLL
     info: tuple[int, ...]
 
+    def has(self, symbol: str) -> bool:
+        """Whether the library exports ``symbol``."""
+        return hasattr(self.lib, symbol)
+
     def address(self, symbol: str) -> int:
         """Address of an exported kernel function."""
         return ctypes.cast(getattr(self.lib, symbol), ctypes.c_void_p).value or 0

@@ -17,6 +17,7 @@ numbers (:func:`load_compiled` rebuilds it in another process, from that process
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import sys
 import time
@@ -30,7 +31,14 @@ import numpy as np
 import sympy as sp
 
 from nhfast import _jit, _progress, codegen
-from nhfast._abi import ABI_VERSION, HAS, SYMBOL
+from nhfast._abi import (
+    ABI_VERSION,
+    DERIVE_SYMBOL,
+    DERIVED_COUNT_SYMBOL,
+    HAS,
+    RHS_DERIVED_SYMBOL,
+    SYMBOL,
+)
 from nhfast._validate import params_rows
 from nhfast._version import __version__
 from nhfast.codegen import (
@@ -99,6 +107,11 @@ class CompiledSystem:
         from the first cache level or was handed over (:func:`load_compiled`).
     n_obs, flags, n_q : int
         Number of observables, ``NH_HAS_*`` bits of the families, positions (Hamiltonian).
+    derived : tuple or None
+        C libraries whose right-hand side uses sub-expressions of the parameters alone:
+        ``(rhs, derive, count)``, the capsules of ``nh_rhs_derived`` and ``nh_derive`` and the
+        number of derived parameters (the integrator computes them once per trajectory);
+        None otherwise.
     """
 
     backend: str
@@ -117,6 +130,7 @@ class CompiledSystem:
     n_obs: int = 0
     flags: int = 0
     n_q: int = 0
+    derived: tuple[Any, Any, int] | None = None
     _keepalive: Any = None
     _code: Any = None  # the KernelSet/IndexedProgram of a NumPy-backend system (for pickling)
 
@@ -147,6 +161,19 @@ class CompiledSystem:
 
     def has(self, kind: str) -> bool:
         return kind in self.kernels
+
+    def integrator_rhs(self) -> tuple[Any, Any, Any, int]:
+        """``(rhs, ctx, derive, nderived)`` as the integrator takes them.
+
+        With derived parameters (:attr:`derived`): ``nh_rhs_derived`` and ``nh_derive``, so
+        the derived rows are computed once per trajectory; otherwise the ``rhs`` family's
+        capsule and ctx, ``None`` and 0.
+        """
+        if self.derived is not None:
+            rhs, derive, count = self.derived
+            return rhs, None, derive, count
+        cap, ctx = self.kernels["rhs"]
+        return cap, ctx, None, 0
 
     def evaluate(self, kind: str, x, t=0.0, params=None, threads: int = 1) -> np.ndarray:
         """Evaluate kernel family ``kind`` at states ``x`` of shape (..., n_state).
@@ -412,6 +439,7 @@ def _c_system(
     return CompiledSystem(
         "c",
         kernels,
+        derived=_derived(lib),
         check=check,
         key=lib.key,
         path=lib.path,
@@ -421,6 +449,22 @@ def _c_system(
         source=source,
         _keepalive=lib,
         **shape,
+    )
+
+
+def _derived(lib: _jit.LoadedLibrary) -> tuple[Any, Any, int] | None:
+    """The derived-parameter exports of ``lib`` (see :class:`CompiledSystem`), if it has them."""
+    from nhfast import _core
+
+    if not lib.has(DERIVED_COUNT_SYMBOL):
+        return None
+    count = ctypes.CFUNCTYPE(ctypes.c_int64)(lib.address(DERIVED_COUNT_SYMBOL))()
+    if count < 1:
+        raise RuntimeError(f"kernel library {lib.path} reports {count} derived parameters")
+    return (
+        _core.kernel_capsule(lib.address(RHS_DERIVED_SYMBOL)),
+        _core.kernel_capsule(lib.address(DERIVE_SYMBOL)),
+        int(count),
     )
 
 

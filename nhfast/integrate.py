@@ -407,13 +407,14 @@ def integrate(
     if threads > 1 and not _core.HAVE_OPENMP:
         _warn_serial()
     wanted = ("observables",) if observables and system.observables else ()
-    tcap = None
+    tcap = derive = None
+    nderived = 0
     if taylor:
         tcap, ctx = _taylor_kernel(system)
         cap = None
     else:
-        cap, ctx = (
-            system.compile(wanted).kernels["rhs"] if plan is None else plan.rhs_kernel(wanted)
+        cap, ctx, derive, nderived = (
+            system.compile(wanted).integrator_rhs() if plan is None else plan.rhs_kernel(wanted)
         )
     # the domain's conditions as events: with a compiled kernel (ctx None) and a polynomial
     dom = (
@@ -448,7 +449,7 @@ def integrate(
         cap, ctx, n, npar, split, METHODS[method], t, x, par, y, status, stats,
         rtol, atol, h0, hm, int(max_steps), tol, int(max_iter), int(threads), int(block),
         nstiff=nstiff, t_end=t_reached, dense=bool(dense), events=ev_args, taylor=tcap,
-        order=torder, x_end=x_end,
+        order=torder, x_end=x_end, derive=derive, nderived=nderived,
     )  # fmt: skip
     note = ""
     if dom is not None:

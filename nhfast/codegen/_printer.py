@@ -95,10 +95,13 @@ def info_table(n_state: int, n_params: int, n_obs: int, families: Iterable[str],
     )
 
 
-def kernel_head(family: str) -> list[str]:
-    """First lines of the exported function of kernel ``family`` (signature, size check)."""
+def kernel_head(family: str, symbol: str = "") -> list[str]:
+    """First lines of the exported function of kernel ``family`` (signature, size check).
+
+    ``symbol`` overrides the exported name (default: the family's ``SYMBOL``).
+    """
     return [
-        f"NH_EXPORT int {SYMBOL[family]}(void *ctx, const double *restrict t, "
+        f"NH_EXPORT int {symbol or SYMBOL[family]}(void *ctx, const double *restrict t, "
         "const double *restrict x, const double *restrict par, double *restrict out, "
         "int64_t nlanes, int64_t ld) {",
         "    (void)ctx; (void)t; (void)x; (void)par;",

@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from nhfast._abi import HAS, SYMBOL
+from nhfast._abi import (
+    DERIVE_SYMBOL,
+    DERIVED_COUNT_SYMBOL,
+    HAS,
+    RHS_DERIVED_SYMBOL,
+    SYMBOL,
+)
 from nhfast.codegen._printer import (
     CPrinter,
     banner,
@@ -22,6 +28,7 @@ from nhfast.codegen._printer import (
     kernel_head,
     preamble,
 )
+from nhfast.codegen.hoist import hoist_parameters
 
 __all__ = ["DerivSpec", "KernelSet", "SolveSpec", "generate_c", "kernel_set_digest"]
 
@@ -194,12 +201,14 @@ def _lane_loop(
     return ["    for (int64_t l = 0; l < nlanes; ++l) {", *body, "    }"]
 
 
-def _kernel_source(name: str, exprs: Sequence[sp.Expr], ks: KernelSet, printer: CPrinter) -> str:
+def _kernel_source(
+    name: str, exprs: Sequence[sp.Expr], ks: KernelSet, printer: CPrinter, symbol: str = ""
+) -> str:
     """One exported kernel: solve phases, then a loop over lanes for the outputs."""
     use_ws = bool(ks.solves)
     ws = _Workspace(ks, name in ks.needs_derivs) if use_ws else None
     n = len(ks.states)
-    lines = kernel_head(name)
+    lines = kernel_head(name, symbol)
     if ws is not None:
         lines += [
             "    if (nlanes == 0) return NH_OK;",
@@ -255,6 +264,70 @@ def _kernel_source(name: str, exprs: Sequence[sp.Expr], ks: KernelSet, printer: 
     return "\n".join(lines)
 
 
+def _derived_split(ks: KernelSet) -> tuple[KernelSet, list[tuple[sp.Symbol, sp.Expr]]] | None:
+    """The right-hand side on derived parameters (see :mod:`nhfast.codegen.hoist`), if any.
+
+    Returns the kernel set of the variant (parameters extended by the derived symbols, the
+    rhs family alone, its solves rewritten) and the derived symbols with their expressions;
+    None when the rhs has no sub-expression of the parameters alone worth lifting.
+    """
+    if "rhs" not in ks.kernels or not ks.params or "rhs" in ks.needs_derivs:
+        return None
+    groups = [g for sv in ks.solves for g in (sv.matrix, sv.rhs)]
+    groups.append(ks.kernels["rhs"])
+    new, derived = hoist_parameters(groups, ks.params)
+    if not derived:
+        return None
+    solves = [
+        SolveSpec(sv.unknowns, tuple(new[2 * k]), tuple(new[2 * k + 1]), sv.spd)
+        for k, sv in enumerate(ks.solves)
+    ]
+    variant = KernelSet(
+        states=ks.states,
+        params=[*ks.params, *(s for s, _ in derived)],
+        time=ks.time,
+        kernels={"rhs": new[-1]},
+        n_q=ks.n_q,
+        solves=solves,
+    )
+    return variant, derived
+
+
+def _derived_sources(
+    ks: KernelSet,
+    variant: KernelSet,
+    derived: Sequence[tuple[sp.Symbol, sp.Expr]],
+    printer: CPrinter,
+) -> list[str]:
+    """``nh_derive``, ``nh_rhs_derived`` and ``nh_rhs`` (the derive-then-evaluate wrapper)."""
+    npar, nd = len(ks.params), len(derived)
+    loads = _symbol_loads(ks, None, ("out", -1), False)
+    targets = [f"out[{j} * ld + l]" for j in range(nd)]
+    derive = kernel_head("rhs", DERIVE_SYMBOL)
+    derive += _lane_loop(targets, [e for _, e in derived], loads, printer, "derived parameters")
+    derive += ["    return NH_OK;", "}", ""]
+    fixed = _kernel_source("rhs", variant.kernels["rhs"], variant, printer, RHS_DERIVED_SYMBOL)
+    wrapper = kernel_head("rhs") + [
+        "    /* parameters extended by the derived ones, then the right-hand side on them */",
+        "    if (nlanes == 0) return NH_OK;",
+        f"    double *pe = (double *)malloc(sizeof(double) * (size_t)({npar + nd} * ld));",
+        "    if (!pe) return NH_ERR_NOMEM;",
+        f"    for (int64_t k = 0; k < {npar}; ++k)",
+        "        for (int64_t l = 0; l < nlanes; ++l) pe[k * ld + l] = par[k * ld + l];",
+        f"    int rc = {DERIVE_SYMBOL}(ctx, t, x, pe, pe + {npar} * ld, nlanes, ld);",
+        f"    if (rc == NH_OK) rc = {RHS_DERIVED_SYMBOL}(ctx, t, x, pe, out, nlanes, ld);",
+        "    free(pe);",
+        "    return rc;",
+        "}",
+        "",
+    ]
+    count = (
+        f"static const int64_t nh_derived_rows = {nd};\n"
+        f"NH_EXPORT int64_t {DERIVED_COUNT_SYMBOL}(void) {{ return nh_derived_rows; }}\n"
+    )
+    return [count, "\n".join(derive), fixed, "\n".join(wrapper)]
+
+
 def _legend(ks: KernelSet) -> list[tuple[str, object]]:
     """C names of the kernels' inputs and of the solves' unknowns -> the user's symbols."""
     legend: list[tuple[str, object]] = []
@@ -290,7 +363,9 @@ def kernel_set_digest(ks: KernelSet) -> str:
     return input_hash(_input(ks))
 
 
-def generate_c(ks: KernelSet, provenance: Mapping[str, object] | None = None) -> str:
+def generate_c(
+    ks: KernelSet, provenance: Mapping[str, object] | None = None, hoist: bool = True
+) -> str:
     """Return the C99 source of the kernel library for ``ks``.
 
     Parameters
@@ -299,6 +374,12 @@ def generate_c(ks: KernelSet, provenance: Mapping[str, object] | None = None) ->
         The expressions.
     provenance : mapping, optional
         Shown in the banner of the source: ``"system"``, the name of the system.
+    hoist : bool
+        Lift the sub-expressions of the parameters alone out of the right-hand side: the
+        library then also exports ``nh_derive`` (the derived parameters), ``nh_rhs_derived``
+        (the rhs reading them after the parameters) and ``nh_derived_count`` (see
+        ``nh_abi.h``); ``nh_rhs`` itself keeps the plain contract. False for libraries whose
+        kernels are handed the integrator's parameter block of another library (events).
 
     Returns
     -------
@@ -327,9 +408,13 @@ def generate_c(ks: KernelSet, provenance: Mapping[str, object] | None = None) ->
         preamble(*(["linalg.h"] if ks.solves else [])),
         info_table(len(ks.states), len(ks.params), ks.n_obs, ks.kernels, ks.n_q),
     ]
+    split = _derived_split(ks) if hoist else None
     for name, exprs in ks.kernels.items():
         try:
-            parts.append(_kernel_source(name, exprs, ks, printer))
+            if name == "rhs" and split is not None:
+                parts += _derived_sources(ks, *split, printer)
+            else:
+                parts.append(_kernel_source(name, exprs, ks, printer))
         except NotImplementedError as exc:  # PrintMethodNotImplementedError
             raise ValueError(f"kernel {name!r}: expression has no C equivalent: {exc}") from exc
     return "\n".join(parts)

@@ -47,6 +47,16 @@
 typedef int (*nh_kernel_fn)(void *ctx, const double *t, const double *x, const double *par,
                             double *out, int64_t nlanes, int64_t ld);
 
+/* Derived parameters (optional exports of a library). Sub-expressions of the parameters
+ * alone (1/a_i, a constant mass matrix, ...) are lifted out of the right-hand side:
+ *   int64_t nh_derived_count(void)      number nd >= 1 of derived parameters;
+ *   nh_derive (an nh_kernel_fn)         out[j*ld + l] = derived parameter j of lane l, from
+ *                                       par rows 0..n_params-1 (t and x unused);
+ *   nh_rhs_derived (an nh_kernel_fn)    the vector field reading par rows 0..n_params+nd-1,
+ *                                       rows n_params.. holding nh_derive's output.
+ * nh_rhs keeps the plain contract (it derives, then calls nh_rhs_derived). An integrator
+ * computes the derived rows once per trajectory and then calls nh_rhs_derived. */
+
 /* Info function of a kernel library: returns a pointer to NH_INFO_LEN int64 entries. */
 typedef const int64_t *(*nh_info_fn)(void);
 
