@@ -8,9 +8,10 @@ observables) and a small unrolled oscillator -- three measurements per system an
 * ``test_call`` -- ``nh.integrate(vf, x0, [0, h], params=a, method=...)`` as a user calls it
   (package wrapper, argument checks, the C driver, observables, the result);
 * ``test_call_module`` -- the same through ``nhfast.integrate.integrate`` (no package wrapper);
-* ``test_core`` -- the compiled work alone: ``_core.integrate_batch`` on prepared arrays, the
-  floor of a call (the observables are computed on the first access of
-  ``result.observables``, not in the call);
+* ``test_core`` -- the compiled work alone: ``_core.integrate_batch`` on prepared arrays as
+  ``integrate`` hands them over (the rhs on derived parameters; with ``taylor``, the
+  domain's conditions as terminal events), the floor of a call (the observables are
+  computed on the first access of ``result.observables``, not in the call);
 * ``test_call_observables`` -- ``nh.integrate`` and then ``result.observables`` (one more
   kernel call).
 
@@ -33,6 +34,7 @@ import sympy as sp
 
 import nhfast as nh
 from nhfast import _core
+from nhfast.events import domain_watch, event_kernel
 from nhfast.systems import veselova_structured
 from nhfast.systems.veselova_body.embedded import join_state
 
@@ -121,10 +123,10 @@ def test_core(benchmark, case, method):
     _info(benchmark, name, n, vf, method, "core")
     mod = sys.modules["nhfast.integrate"]
     cs = vf.compile(("observables",))
-    cap, ctx = cs.kernels["rhs"]
+    cap, ctx, derive, nderived = cs.integrator_rhs()  # as integrate takes it
     tcap = vf.compile_taylor().kernels["taylor"][0] if method == "taylor" else None
     if tcap is not None:
-        cap = None
+        cap, derive, nderived = None, None, 0
     ns = vf.n_state
     t = np.array(T)
     x = x0.reshape(1, ns).copy()
@@ -135,13 +137,22 @@ def test_core(benchmark, case, method):
     t_end = np.empty(1)
     x_end = np.empty((1, ns)) if vf.domain else None
     h = METHOD_OPTIONS[method].get("h", 0.0)
-    nstiff = mod.NSTIFF if method in mod.ADAPTIVE else 0
+    nstiff = mod.NSTIFF if method in mod.ADAPTIVE and method != "taylor" else 0
+    events = None
+    if method == "taylor" and vf.domain:  # the domain's conditions as terminal events
+        watch = domain_watch(vf, None)
+        ev_cap, ev_ctx = event_kernel(vf, watch.spec[0])
+        count = np.zeros(1, dtype=np.int64)
+        events = (ev_cap, ev_ctx, watch.spec[1], watch.spec[2], np.full((1, 1), np.nan),
+                  np.full((1, 1), -1, dtype=np.int32), np.full((1, 1, ns), np.nan), count)  # fmt: skip
 
     def run():
+        if events is not None:
+            count[0] = 0
         _core.integrate_batch(
             cap, ctx, ns, par.shape[1], 0, mod.METHODS[method], t, x, par, y, status, stats,
             1e-10, 1e-12, h, 0.0, 10_000_000, 1e-14, 100, 1, 64, nstiff=nstiff, t_end=t_end,
-            taylor=tcap, x_end=x_end,
+            taylor=tcap, x_end=x_end, events=events, derive=derive, nderived=nderived,
         )  # fmt: skip
 
     benchmark.pedantic(run, rounds=100, iterations=10, warmup_rounds=2)

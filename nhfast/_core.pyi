@@ -102,6 +102,7 @@ def all_positive_rows(
     x: NDArray[np.float64],
     par: NDArray[np.float64],
 ) -> bool: ...
+def plain_inputs(x: NDArray[np.float64], par: NDArray[np.float64], positive: bool) -> bool: ...
 def eval_soa(
     kernel: CapsuleType,
     ctx: _PythonKernel | None,

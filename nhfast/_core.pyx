@@ -19,6 +19,7 @@ import threading
 from cpython.exc cimport PyErr_CheckSignals
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New, PyCapsule_IsValid
 from libc.stdint cimport int32_t, int64_t
+from libc.math cimport isfinite
 from libc.stdlib cimport free, malloc
 from cython.parallel cimport parallel
 
@@ -721,7 +722,8 @@ cdef int _rows_item(void *args, int64_t c) noexcept nogil:
 def all_positive_rows(object kernel, object ctx, nout, const double[::1] t,
                       const double[:, ::1] x, const double[::1] par):
     """Whether every output of a compiled kernel is > 0 on every row of ``x`` (times ``t``,
-    the one parameter row ``par``); NaN is not > 0. Rows go to the kernel one at a time as
+    the one parameter row ``par``; one time serves every row); NaN is not > 0. Rows go to the
+    kernel one at a time as
     blocks of one lane (a row is then its own struct-of-arrays block): no gathering, for the
     few rows of one trajectory (a domain's conditions at its states)."""
     cdef nh_kernel_fn fn = _unwrap(kernel)
@@ -729,7 +731,8 @@ def all_positive_rows(object kernel, object ctx, nout, const double[::1] t,
         raise ValueError("all_positive_rows needs a compiled kernel")
     cdef int64_t m = _int_arg(nout, "nout", 0, _INT32_MAX)
     cdef int64_t nrows = x.shape[0]
-    if t.shape[0] != nrows:
+    cdef int64_t tstep = 0 if t.shape[0] == 1 else 1  # one time: every row's
+    if t.shape[0] != nrows and t.shape[0] != 1:
         raise ValueError("t does not match the rows of x")
     cdef double small[16]
     cdef double *out = small
@@ -746,7 +749,7 @@ def all_positive_rows(object kernel, object ctx, nout, const double[::1] t,
     try:
         with nogil:
             for r in range(nrows):
-                rc = fn(NULL, &t[r], &x[r, 0], p, out, 1, 1)
+                rc = fn(NULL, &t[r * tstep], &x[r, 0], p, out, 1, 1)
                 if rc != NH_OK:
                     break
                 for j in range(m):
@@ -759,6 +762,22 @@ def all_positive_rows(object kernel, object ctx, nout, const double[::1] t,
             free(out)
     if rc != NH_OK:
         _raise(rc, None)
+    return ok
+
+
+def plain_inputs(const double[:, ::1] x, const double[:, ::1] par, bint positive):
+    """Whether every entry of ``x`` is finite and every entry of ``par`` finite (and > 0 when
+    ``positive``): one pass in C, for the common call of ``nhfast.integrate``."""
+    cdef int64_t i, j
+    cdef double v
+    cdef bint ok = True
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            ok = ok and isfinite(x[i, j])
+    for i in range(par.shape[0]):
+        for j in range(par.shape[1]):
+            v = par[i, j]
+            ok = ok and isfinite(v) and (not positive or v > 0.0)
     return ok
 
 

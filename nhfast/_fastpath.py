@@ -1,4 +1,4 @@
-"""The common call of :func:`nhfast.integrate`, checked with a few NumPy reductions.
+"""The common call of :func:`nhfast.integrate`, checked in one compiled pass.
 
 A per-system :class:`CallPlan` (built once, kept in the system's memo) holds what every call
 needs: sizes, the parameters' sign rules, the compiled domain kernel. :meth:`CallPlan.inputs`
@@ -17,35 +17,20 @@ from typing import Any
 
 import numpy as np
 
+from nhfast import _core
 from nhfast._cache import memo, peek
-from nhfast.events import event_kernel
+from nhfast.events import DomainWatch, domain_watch, event_kernel
 from nhfast.vectorfield import VectorField
 
 __all__ = ["CallPlan", "call_plan"]
 
 _FLOAT = np.dtype(float)
-_sum = np.add.reduce
-_min = np.minimum.reduce
 _all = np.logical_and.reduce
 
 
-#: Up to this many entries a Python list is quicker to reduce than a NumPy call.
-_SMALL = 64
-
-
-def _total(a: np.ndarray) -> float:
-    """Sum of the entries (NaN when one is NaN or infinities of both signs meet)."""
-    if a.size <= _SMALL:
-        return sum(a.ravel().tolist())
-    return float(_sum(a, axis=None))
-
-
-def _positive_finite(a: np.ndarray) -> bool:
-    """Whether every entry is finite and > 0 (a NaN makes the sum NaN)."""
-    if a.size <= _SMALL:
-        vals = a.ravel().tolist()
-        return min(vals) > 0 and math.isfinite(sum(vals))
-    return bool(_min(a, axis=None) > 0) and math.isfinite(_sum(a, axis=None))
+#: The parameter rows of a system without parameters.
+_NO_PARAMS = np.zeros((1, 0))
+_NO_PARAMS.flags.writeable = False
 
 
 class CallPlan:
@@ -64,6 +49,8 @@ class CallPlan:
         self.domain = bool(getattr(system, "domain", None))
         self._system_domain = list(system.domain.values()) if self.domain else []
         self._domain_kernel: tuple[Any, Any] | None = None
+        self._taylor: tuple[Any, Any] | None = None
+        self._watch: tuple[DomainWatch | None] | None = None
         self._rhs: dict[tuple[str, ...], tuple[Any, Any, Any, int]] = {}
         # weakly: the plan lives in the system's memo, which must not keep the system alive
         self._system = weakref.ref(system)
@@ -78,6 +65,28 @@ class CallPlan:
                 raise ReferenceError("the system of this call plan is gone")
             got = self._rhs[wanted] = system.compile(wanted).integrator_rhs()
         return got
+
+    def taylor_kernel(self) -> tuple[Any, Any]:
+        """(capsule, ctx) of the system's Taylor kernel (``system.compile_taylor()``)."""
+        if self._taylor is None:
+            system = self._system()
+            if system is None:
+                raise ReferenceError("the system of this call plan is gone")
+            compile_taylor = getattr(system, "compile_taylor", None)
+            if compile_taylor is None:
+                raise TypeError(f"method='taylor': {type(system).__name__} has no Taylor kernels")
+            self._taylor = compile_taylor().kernels["taylor"]
+        return self._taylor
+
+    def domain_watch(self) -> DomainWatch | None:
+        """The domain's conditions as terminal events, without the user's (see
+        :func:`nhfast.events.domain_watch`); None without a domain."""
+        if self._watch is None:
+            system = self._system()
+            if system is None:
+                raise ReferenceError("the system of this call plan is gone")
+            self._watch = (domain_watch(system, None),)
+        return self._watch[0]
 
     def domain_kernel(self) -> tuple[Any, Any]:
         """(capsule, ctx) of the compiled kernel of the domain conditions."""
@@ -103,8 +112,6 @@ class CallPlan:
             x = x0
         else:
             return None
-        if not math.isfinite(_total(x)):  # NaN, inf (or an overflowing sum)
-            return None
         if type(t_eval) is list and len(t_eval) == 2:
             t0, t1 = t_eval
             if type(t0) is not float or type(t1) is not float:
@@ -117,11 +124,11 @@ class CallPlan:
         if npar == 0:
             if params is not None:
                 return None
-            par = np.zeros((1, 0))
+            par = _NO_PARAMS
         else:
             if type(params) is not np.ndarray or params.dtype != _FLOAT:
                 return None
-            if not params.flags.c_contiguous:
+            if not params.flags.c_contiguous or not (self.positive or self.free):
                 return None
             if params.shape == (npar,):
                 par = params.reshape(1, npar)
@@ -129,28 +136,33 @@ class CallPlan:
                 par = params
             else:
                 return None
-            if self.positive:
-                if not _positive_finite(par):
-                    return None
-            elif not (self.free and math.isfinite(_total(par))):
-                return None
+        # states finite; parameters finite (and > 0 when they are positive symbols)
+        if not _core.plain_inputs(x, par, self.positive):
+            return None
         if self.domain and not self._inside(x, t, par):
             return None
         return x, t, par
 
     def _inside(self, x: np.ndarray, t: np.ndarray, par: np.ndarray) -> bool:
         """Whether every state is inside the domain (the compiled kernel of its conditions)."""
-        from nhfast import _core
-
         cap, ctx = self.domain_kernel()
         m = len(self._system_domain)
         rows = x.shape[0]
-        if ctx is None and par.shape[0] == 1:  # compiled: one call, no arrays
-            return _core.all_positive_rows(cap, ctx, m, np.full(rows, t[0]), x, par[0])
+        if ctx is None and par.shape[0] == 1:  # compiled: one call, one time for every row
+            return _core.all_positive_rows(cap, ctx, m, t[:1], x, par[0])
         vals = np.empty((rows, m))
         times = np.full(rows, t[0]) if rows > 1 else t[:1]
         _core.eval_rows(cap, ctx, m, times, x, par, 1, vals, threads=1)
         return bool(_all(vals > 0, axis=None))
+
+    def rows_inside(self, t: np.ndarray, y: np.ndarray, par: np.ndarray) -> bool:
+        """Whether the output rows ``y`` (one trajectory, shape (1, n_t, n)) are certainly
+        inside the domain (False: let :func:`nhfast.events.domain_outputs` look)."""
+        cap, ctx = self.domain_kernel()
+        if ctx is not None or y.shape[0] != 1:
+            return False
+        m = len(self._system_domain)
+        return _core.all_positive_rows(cap, ctx, m, t, y[0], par[0])
 
 
 def call_plan(system: VectorField) -> CallPlan | None:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from nhfast import _abi
+from nhfast import _abi, _core
 from nhfast._cache import memo
 from nhfast._kernels import compile_kernels, load_compiled
 from nhfast.codegen.ckernels import KernelSet
@@ -62,6 +62,17 @@ class EventRecord:
     which: np.ndarray
     y: np.ndarray
     count: np.ndarray
+
+    @classmethod
+    def empty(cls, ntraj: int, width: int, n: int) -> EventRecord:
+        """A record with room for ``width`` events per trajectory, none found yet."""
+        t = np.empty((ntraj, width))
+        t.fill(np.nan)
+        which = np.empty((ntraj, width), dtype=np.int32)
+        which.fill(-1)
+        y = np.empty((ntraj, width, n))
+        y.fill(np.nan)
+        return cls(t=t, which=which, y=y, count=np.zeros(ntraj, dtype=np.int64))
 
 
 @dataclass(frozen=True)
@@ -159,10 +170,13 @@ def domain_watch(system: VectorField, user: EventSpec | None) -> DomainWatch | N
         return None
     exprs = list(domain.values())
     m = len(exprs)
-    falling = np.full(m, -1, dtype=np.int32)
-    terminal = np.ones(m, dtype=np.int32)
+
+    def alone() -> DomainWatch:
+        return DomainWatch((exprs, np.full(m, -1, dtype=np.int32), np.ones(m, np.int32)), 0)
+
     if user is None:
-        return memo(system, "domain_watch", lambda: DomainWatch((exprs, falling, terminal), 0))
+        return memo(system, "domain_watch", alone)
+    falling, terminal = alone().spec[1:]
     u_exprs, u_dirs, u_terms = user
     spec = (
         [*u_exprs, *exprs],
@@ -190,7 +204,7 @@ def domain_exits(
     """
     nuser = watch.n_user
     cnt = record.count
-    if user is None and not cnt.any():  # no lane met the boundary: nothing to report
+    if user is None and not np.count_nonzero(cnt):  # no lane met the boundary: nothing to do
         return None, ""
     cap = record.t.shape[1]
     # a lane a terminal event stopped ends with status 0 before the final output time
@@ -303,6 +317,7 @@ def domain_outputs(
     status: np.ndarray,
     t_reached: np.ndarray,
     threads: int = 1,
+    kernel: tuple[Any, Any] | None = None,
 ) -> str:
     """Mark the finished lanes with an output row outside the domain (status ``left_domain``,
     in place; that row and later ones NaN, ``t_reached`` the last output time inside) and
@@ -312,12 +327,10 @@ def domain_outputs(
     adaptive ones without ``dense``): a trajectory that crosses the boundary where the
     equations are still defined would otherwise go on, silently, outside its chart. The
     conditions are evaluated by the compiled kernel of the domain's expressions, one call for
-    all rows.
+    all rows (``kernel``: that kernel, when the caller has it at hand).
     """
-    from nhfast import _core
-
     exprs = list(system.domain.values())
-    cap, ctx = event_kernel(system, exprs)
+    cap, ctx = event_kernel(system, exprs) if kernel is None else kernel
     ntraj, nt, n = y.shape
     if ntraj == 1 and status[0] == 0 and ctx is None:  # one trajectory: its rows in place
         if _core.all_positive_rows(cap, ctx, len(exprs), t, y.reshape(nt, n), par[0]):

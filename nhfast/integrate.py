@@ -348,8 +348,8 @@ def integrate(
             f"method must be one of {', '.join([*METHODS, *HAMILTONISED])}; got {method!r}"
         )
     _check_system(system, method)
-    n, npar = system.n_state, system.n_params
     plan = call_plan(system)
+    n, npar = (system.n_state, system.n_params) if plan is None else (plan.n, plan.npar)
     fast = None if plan is None else plan.inputs(x0, t_eval, params)
     if fast is None:  # the full checks, which name what is wrong
         x = state_rows(x0, n, "x0")
@@ -410,22 +410,24 @@ def integrate(
     tcap = derive = None
     nderived = 0
     if taylor:
-        tcap, ctx = _taylor_kernel(system)
+        tcap, ctx = _taylor_kernel(system) if plan is None else plan.taylor_kernel()
         cap = None
     else:
         cap, ctx, derive, nderived = (
             system.compile(wanted).integrator_rhs() if plan is None else plan.rhs_kernel(wanted)
         )
     # the domain's conditions as events: with a compiled kernel (ctx None) and a polynomial
-    dom = (
-        domain_watch(system, ev_spec)
-        if watch_domain and (dense or taylor) and ctx is None
-        else None
-    )
+    dom = None
+    if watch_domain and (dense or taylor) and ctx is None:
+        dom = (
+            plan.domain_watch()
+            if plan is not None and ev_spec is None
+            else domain_watch(system, ev_spec)
+        )
     y = np.empty((ntraj, t.size, n))
     status = np.zeros(ntraj, dtype=np.int32)
     stats = np.zeros((ntraj, _core.NSTATS), dtype=np.int64)
-    t_reached = np.full(ntraj, t[0])
+    t_reached = t[:1].copy() if ntraj == 1 else np.full(ntraj, t[0])
     # the state where each trajectory stopped, to tell a stop at the domain's boundary
     x_end = np.empty((ntraj, n)) if watch_domain and getattr(system, "domain", None) else None
     split = system.split or 0
@@ -434,15 +436,14 @@ def integrate(
     ev_args = None
     spec = ev_spec if dom is None else dom.spec
     if spec is not None:
-        ev_cap, ev_ctx = event_kernel(system, spec[0])
+        ev_cap, ev_ctx = (
+            plan.domain_kernel()  # the domain's conditions alone: the plan's kernel
+            if plan is not None and ev_spec is None
+            else event_kernel(system, spec[0])
+        )
         # the domain events are terminal: at most one more record per lane
         width = (max_events if ev_spec is not None else 0) + (dom is not None)
-        record = EventRecord(
-            t=np.full((ntraj, width), np.nan),
-            which=np.full((ntraj, width), -1, dtype=np.int32),
-            y=np.full((ntraj, width, n), np.nan),
-            count=np.zeros(ntraj, dtype=np.int64),
-        )
+        record = EventRecord.empty(ntraj, width, n)
         ev_args = (ev_cap, ev_ctx, spec[1], spec[2], record.t, record.which, record.y,
                    record.count)  # fmt: skip
     _core.integrate_batch(
@@ -453,11 +454,19 @@ def integrate(
     )  # fmt: skip
     note = ""
     if dom is not None:
-        record, note = domain_exits(system, dom, record, status, t[-1], t_reached, ev_spec)
-    if x_end is not None and np.count_nonzero(status):
+        if ev_spec is None and not (record.count[0] if ntraj == 1 else record.count.any()):
+            record = None  # the domain alone was watched and no lane met its boundary
+        else:
+            record, note = domain_exits(system, dom, record, status, t[-1], t_reached, ev_spec)
+    failed = status[0] if ntraj == 1 else np.count_nonzero(status)
+    if x_end is not None and failed:
         note += domain_boundary(system, x, x_end, par, status, t_reached)
     if x_end is not None and dom is None and watch_domain:
-        note += domain_outputs(system, t, y, par, status, t_reached, threads)
+        if plan is None:
+            note += domain_outputs(system, t, y, par, status, t_reached, threads)
+        elif failed or not plan.rows_inside(t, y, par):
+            dk = plan.domain_kernel()
+            note += domain_outputs(system, t, y, par, status, t_reached, threads, dk)
     res = IntegrationResult(
         t=t,
         y=y,
@@ -469,7 +478,7 @@ def integrate(
     )
     if wanted:
         res.defer_observables(lambda r: _observables(system, r, par, threads))
-    if status[0] if ntraj == 1 else np.count_nonzero(status):
+    if status[0] if ntraj == 1 else np.count_nonzero(status):  # domain checks may mark lanes
         if dom is None and getattr(system, "domain", None):
             note += _domain_hint(status, method)
         report_failures(res, status != 0, keep_failed, note)

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nhfast as nh
+from nhfast._abi import LANE
 from nhfast._fastpath import call_plan
 
 
@@ -102,3 +103,40 @@ def test_one_output_time_for_several_trajectories(pendulum):
         assert res.success and res.y.shape == (2, 1, 2)
         np.testing.assert_array_equal(res.y[:, 0], x0)
         np.testing.assert_allclose(res.observables["q2"][:, 0], x0[:, 0] ** 2, rtol=1e-15)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=6),
+    st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=0, max_size=4),
+    st.booleans(),
+)
+def test_plain_inputs_is_the_finite_and_positive_test(xs, ps, positive):
+    from nhfast import _core
+
+    x = np.array([xs])
+    par = np.array([ps]).reshape(1, len(ps))
+    want = bool(np.all(np.isfinite(x)) and np.all(np.isfinite(par)))
+    if positive:
+        want = want and bool(np.all(par > 0))
+    assert _core.plain_inputs(x, par, positive) is want
+
+
+def test_domain_rows_with_one_time_for_every_row(pendulum):
+    """``all_positive_rows`` with one time for all rows, as the fast path calls it."""
+    from nhfast import _core
+
+    plan = call_plan(pendulum)
+    cap, ctx = plan.domain_kernel()
+    rows = np.array([[0.5, 0.0], [2.9, 1.0], [-2.0, 3.0]])
+    par = np.array([9.81])
+    assert _core.all_positive_rows(cap, ctx, 1, np.array([0.0]), rows, par)
+    assert not _core.all_positive_rows(cap, ctx, 1, np.array([0.0]), rows * 1.1, par)
+    with pytest.raises(ValueError, match="t does not match"):
+        _core.all_positive_rows(cap, ctx, 1, np.zeros(2), rows, par)
+    # a trajectory's output rows outside the domain: rows_inside says so, the call marks it
+    y = rows[None] * 1.1
+    assert not plan.rows_inside(np.zeros(3), y, par[None])
+    res = nh.integrate(pendulum, [2.9, 3.0], [0.0, 1.0], params=par, method="rk4", h=0.01,
+                       keep_failed=True)  # fmt: skip
+    assert res.status[0] == LANE["left_domain"]
