@@ -46,34 +46,62 @@ static void dense_cb(const nh_block *b, const void *ctx, int64_t l, double th, d
 }
 
 /* Horner's rule for every lane at dt[l]: out[i * nl + l] (per lane the operations of
- * horner_lane). The order k runs outermost: each pass streams one coefficient row (n nl
- * contiguous doubles) into out, which stays in cache, instead of p + 1 strided streams. */
+ * horner_lane, in the same order: bit-identical). Four components of one lane vector at a
+ * time, their sums in registers through the orders: the coefficients are read once and out
+ * written once (no store and reload per order), four independent chains in flight. */
 NH_INLINE void horner_block(const double *restrict coef, int64_t p, int64_t n, int64_t nl,
-                            const double *restrict dt, double *restrict out) {
+                            int64_t nv, const double *restrict dt, double *restrict out) {
     const int64_t ks = n * nl;
+#if NH_HAVE_VEC
+    for (int64_t l0 = 0; l0 < nv; l0 += NH_VW) {
+        const nh_vec d = nh_ld(dt + l0);
+        int64_t i = 0;
+        for (; i + 4 <= n; i += 4) {
+            const double *c = coef + i * nl + l0;
+            nh_vec a0 = nh_ld(c + p * ks), a1 = nh_ld(c + p * ks + nl);
+            nh_vec a2 = nh_ld(c + p * ks + 2 * nl), a3 = nh_ld(c + p * ks + 3 * nl);
+            for (int64_t k = p - 1; k >= 0; --k) {
+                const double *ck = c + k * ks;
+                a0 = a0 * d + nh_ld(ck);
+                a1 = a1 * d + nh_ld(ck + nl);
+                a2 = a2 * d + nh_ld(ck + 2 * nl);
+                a3 = a3 * d + nh_ld(ck + 3 * nl);
+            }
+            nh_st(out + i * nl + l0, a0);
+            nh_st(out + (i + 1) * nl + l0, a1);
+            nh_st(out + (i + 2) * nl + l0, a2);
+            nh_st(out + (i + 3) * nl + l0, a3);
+        }
+        for (; i < n; ++i) {
+            const double *c = coef + i * nl + l0;
+            nh_vec a = nh_ld(c + p * ks);
+            for (int64_t k = p - 1; k >= 0; --k) a = a * d + nh_ld(c + k * ks);
+            nh_st(out + i * nl + l0, a);
+        }
+    }
+    /* lanes nv..nl-1 (padding): the last coefficients, as zero as they are */
+    for (int64_t i = 0; i < n && nv < nl; ++i)
+        memcpy(out + i * nl + nv, coef + p * ks + i * nl + nv, sizeof(double) * (size_t)(nl - nv));
+#else
+    (void)nv;
     memcpy(out, coef + p * ks, sizeof(double) * (size_t)ks);
     for (int64_t k = p - 1; k >= 0; --k) {
         const double *restrict c = coef + k * ks;
         for (int64_t i = 0; i < n; ++i)
-#if NH_HAVE_VEC
-            for (int64_t l0 = 0; l0 < nl; l0 += NH_VW) {
-                const int64_t o = i * nl + l0;
-                nh_st(out + o, nh_ld(out + o) * nh_ld(dt + l0) + nh_ld(c + o));
-            }
-#else
             for (int64_t l0 = 0; l0 < nl; l0 += NH_CHUNK) {
                 const int64_t o = i * nl + l0;
                 for (int j = 0; j < NH_CHUNK; ++j) out[o + j] = out[o + j] * dt[l0 + j] + c[o + j];
             }
-#endif
     }
+#endif
 }
 
-/* Infinity norm over the n components of v (SoA) per lane; NaN stays NaN. */
-NH_INLINE void norm_inf(const double *restrict v, int64_t n, int64_t nl, double *restrict out) {
-    for (int64_t l = 0; l < nl; ++l) out[l] = 0.0;
+/* Infinity norm over the n components of v (SoA, stride nl) for lanes l < nv; NaN stays NaN. */
+NH_INLINE void norm_inf(const double *restrict v, int64_t n, int64_t nl, int64_t nv,
+                        double *restrict out) {
+    for (int64_t l = 0; l < nv; ++l) out[l] = 0.0;
     for (int64_t i = 0; i < n; ++i)
-        for (int64_t l = 0; l < nl; ++l) {
+        for (int64_t l = 0; l < nv; ++l) {
             const double a = fabs(v[i * nl + l]);
             out[l] = (a > out[l] || a != a) ? a : out[l];
         }
@@ -113,6 +141,9 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
     unsigned char *hit = flags, *fin = flags + nl, *fresh = flags + 2 * nl;
     const tay_poly poly = {coef, p, hu};
     const int64_t pad = nl - b->nw; /* padding slots, always idle */
+    /* lanes the block-wide loops cover: the slots in use, rounded up to a vector (a small
+     * batch in a block of NH_CHUNK slots does not pay for the padding) */
+    const int64_t nv = NH_HAVE_VEC ? (b->nw + NH_VW - 1) / NH_VW * NH_VW : nl;
     int64_t idle = nl;
     int rc = NH_OK;
 
@@ -146,9 +177,9 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
         if (rc != NH_OK) break;
         /* Step sizes. */
         if (!fixed) {
-            norm_inf(b->x, n, nl, nx);
-            norm_inf(coef + p * m, n, nl, n2);
-            if (p > 1) norm_inf(coef + (p - 1) * m, n, nl, n1);
+            norm_inf(b->x, n, nl, nv, nx);
+            norm_inf(coef + p * m, n, nl, nv, n2);
+            if (p > 1) norm_inf(coef + (p - 1) * m, n, nl, nv, n1);
         }
         for (int64_t l = 0; l < nl; ++l) {
             hit[l] = 0;
@@ -163,9 +194,12 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
                 const int absolute = rtol * nx[l] <= atol;
                 const double s = absolute ? 1.0 : nx[l];
                 const double e = o->order > 0 ? (absolute ? atol : rtol) : 1.0;
-                const double r2 = pow(e * s / n2[l], ip);
-                const double r1 = p > 1 ? pow(e * s / n1[l], ip1) : INFINITY;
-                h = NH_MIN(r1, r2) * fac;
+                /* min(r1, r2), r_k = (e s / |x^[k]|)^(1/k), as exp of the smaller logarithm:
+                 * three logarithms and one exponential cost less than two powers */
+                const double ls = log(e * s);
+                const double a2 = (ls - log(n2[l])) * ip;
+                const double a1 = p > 1 ? (ls - log(n1[l])) * ip1 : INFINITY;
+                h = exp(NH_MIN(a1, a2)) * fac;
             }
             h = NH_MIN(h, hmax);
             target[l] = b->t_eval[b->nt - 1];
@@ -180,7 +214,7 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
                 hu[l] = dir * h;
             }
         }
-        horner_block(coef, p, n, nl, hu, xn);
+        horner_block(coef, p, n, nl, nv, hu, xn);
         nh_finite_lanes(xn, n, nl, fin);
         int64_t *steps = nh_cnt(b, NH_STAT_STEPS);
         for (int64_t l = 0; l < nl; ++l) {

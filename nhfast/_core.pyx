@@ -223,6 +223,9 @@ MAX_THREADS = max(1, min(256, 4 * nh_num_procs()))
 #: Interval between two signal checks of the calling thread during a run, in seconds.
 POLL_SECONDS = 0.02
 cdef double POLL_SECONDS_C = POLL_SECONDS
+#: Polls skipped between two readings of the clock while polls come faster than every
+#: POLL_SECONDS / 64 (a step of a small system takes 100 ns; slow steps read it every time).
+cdef int POLL_SKIP = 15
 
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
@@ -351,6 +354,8 @@ cdef struct _team:
 cdef struct _watch:
     int signals     # 1: the caller is the main thread, so check signals
     double due      # monotonic time of the next check
+    int countdown   # polls left before the clock is read again (a step can take 100 ns)
+    double last     # when the clock was read last
     void *caught    # a Python list (borrowed): the exception a signal handler raised
 
 
@@ -361,7 +366,13 @@ cdef int _poll(void *p) noexcept nogil:
     cdef double now
     if not w.signals or nh_thread_num() != 0:
         return 0
+    if w.countdown > 0:  # only the team's thread 0 gets here: no race on the count
+        w.countdown -= 1
+        return 0
     now = nh_now()
+    # polls that come fast (short steps): read the clock on every POLL_SKIP + 1-th only
+    w.countdown = POLL_SKIP if now - w.last < POLL_SECONDS_C / 64 else 0
+    w.last = now
     if now < w.due:
         return 0
     w.due = now + POLL_SECONDS_C
@@ -425,7 +436,9 @@ cdef _run_team(int (*item)(void *args, int64_t i) noexcept nogil, void *args, in
         tm.item = item
         tm.args = args
         w.signals = threading.current_thread() is threading.main_thread()
-        w.due = nh_now() + POLL_SECONDS_C
+        w.last = nh_now()
+        w.due = w.last + POLL_SECONDS_C
+        w.countdown = 0
         w.caught = <void *>caught
         stop.flag = 0
         stop.poll = _poll

@@ -33,6 +33,11 @@ from nhfast.codegen.structured import program_digest
 
 __all__ = ["TAYLOR_CHUNK", "generate_taylor_c", "taylor_digest"]
 
+#: Work of a Taylor kernel call up to this many doubles lives on the stack (32 kB), beyond
+#: it on the heap; pivots of its solves up to _STACK_PIVOTS entries likewise.
+_STACK_DOUBLES = 4096
+_STACK_PIVOTS = 256
+
 #: Lanes per pass of a Taylor kernel (smaller remainders run in passes of 4, 2, 1 lanes).
 TAYLOR_CHUNK = 8
 
@@ -752,7 +757,8 @@ def _pass(tape: _Tape, states: list[tuple[_Val, int]], n_state: int, n_par: int)
         lines.append(
             f"        {{ const double *s_ = (const double *)&{v.name}[k * NHT_TOT + {c}]; "
             f"double *d_ = coef + (k * {n_state} + {r}) * ld + l0; "
-            "for (int64_t l = 0; l < nl; ++l) d_[l] = s_[l]; }"
+            "if (nl == NHT_LANES) memcpy(d_, s_, sizeof(NHT_T)); "
+            "else for (int64_t l = 0; l < nl; ++l) d_[l] = s_[l]; }"
         )
     lines += ["    }", "    return NH_OK;", "}", ""]
     return lines
@@ -799,10 +805,23 @@ def _render(tape: _Tape, states: list[tuple[_Val, int]], n_state: int, n_par: in
         "    if (order < 1 || order > NH_TAYLOR_MAX_ORDER) return NH_ERR_ARG;",
         "    if (nlanes == 0) return NH_OK;",
         f"    const size_t nv = (size_t){work} * (size_t)(order + 1) + {n_par + nconst + solve_v};",
-        "    void *mem = malloc(sizeof(double) * 8 * nv + 64);",
-        "    double *W = mem ? (double *)(((uintptr_t)mem + 63) & ~(uintptr_t)63) : NULL;",
-        f"    int64_t *piv = (int64_t *)malloc(sizeof(int64_t) * ({solve_p} * 8 + 1));",
-        "    if (!mem || !piv) { free(mem); free(piv); return NH_ERR_NOMEM; }",
+        "    /* the work of a small system on the stack (no allocation per step), else the heap */",
+        f"    double stack_w[{_STACK_DOUBLES} + 8];",
+        f"    const int on_stack = 8 * nv <= {_STACK_DOUBLES};",
+        "    void *mem = on_stack ? NULL : malloc(sizeof(double) * (8 * nv + 8));",
+        "    double *base = on_stack ? stack_w : (double *)mem;",
+        "    double *W = base ? (double *)(((uintptr_t)base + 63) & ~(uintptr_t)63) : NULL;",
+        *(
+            [
+                f"    int64_t piv[{solve_p} * 8 + 1];",
+                "    if (!W) return NH_ERR_NOMEM;",
+            ]
+            if solve_p * 8 + 1 <= _STACK_PIVOTS
+            else [
+                f"    int64_t *piv = (int64_t *)malloc(sizeof(int64_t) * ({solve_p} * 8 + 1));",
+                "    if (!W || !piv) { free(mem); free(piv); return NH_ERR_NOMEM; }",
+            ]
+        ),
         "    int rc = NH_OK;",
         "    for (int64_t l0 = 0; l0 < nlanes && rc == NH_OK;) {",
         "        const int64_t rest = nlanes - l0;",
@@ -818,7 +837,7 @@ def _render(tape: _Tape, states: list[tuple[_Val, int]], n_state: int, n_par: in
         "        l0 += 1;",
         "    }",
         "    free(mem);",
-        "    free(piv);",
+        *([] if solve_p * 8 + 1 <= _STACK_PIVOTS else ["    free(piv);"]),
         "    return rc;",
         "}",
         "",

@@ -17,6 +17,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "nh_abi.h"
 

@@ -41,12 +41,55 @@ static inline void NHT(nht_addc)(int64_t nc, NHT_T *o, NHT(nht_in) c) {
     for (int64_t i = 0; i < nc; ++i) o[i] += c.p[i * c.is];
 }
 
+/* sum_{j=j0..j1} a^[j] b^[m-j] of component i, in two partial sums (even and odd steps from
+ * j0) added at the end: two chains of additions in flight instead of one. Both passes use it
+ * for scalar values (nc == 1), so a lane gets the same bits in either; zero if j1 < j0. */
+static inline NHT_T NHT(nht_dot2)(NHT(nht_in) a, NHT(nht_in) b, int64_t m, int64_t j0,
+                                  int64_t j1, int64_t i) {
+    NHT_T e = NHT_ZERO, d = NHT_ZERO;
+    int64_t j = j0;
+    for (; j + 1 <= j1; j += 2) {
+        e += NHT_ROW(a, j, i)[0] * NHT_ROW(b, m - j, i)[0];
+        d += NHT_ROW(a, j + 1, i)[0] * NHT_ROW(b, m - j - 1, i)[0];
+    }
+    if (j <= j1) e += NHT_ROW(a, j, i)[0] * NHT_ROW(b, m - j, i)[0];
+    return e + d;
+}
+
+/* Scalar values (nc == 1) in either pass: the forms below through nht_dot2. */
+static inline void NHT(nht_mul1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a, NHT(nht_in) b) {
+    o[k * ojs] = NHT(nht_dot2)(a, b, k, 0, k, 0);
+}
+
+static inline void NHT(nht_submul1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a,
+                                    NHT(nht_in) b, int64_t j0) {
+    o[k * ojs] = o[k * ojs] - NHT(nht_dot2)(a, b, k, j0, k, 0);
+}
+
+static inline void NHT(nht_sqr1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
+    NHT_T s = NHT(nht_dot2)(a, a, k, 0, k > 0 ? (k - 1) / 2 : -1, 0);
+    s = 2.0 * s;
+    if (k % 2 == 0) s += NHT_ROW(a, k / 2, 0)[0] * NHT_ROW(a, k / 2, 0)[0];
+    o[k * ojs] = s;
+}
+
+static inline void NHT(nht_div1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a, int a_const,
+                                 NHT(nht_in) b) {
+    const NHT(nht_in) oi = {o, ojs, 1};
+    const NHT_T s = a_const ? (k == 0 ? a.p[0] : NHT_ZERO) : NHT_ROW(a, k, 0)[0];
+    o[k * ojs] = (s - NHT(nht_dot2)(b, oi, k, 1, k, 0)) / NHT_ROW(b, 0, 0)[0];
+}
+
 #if NHT_LANES == 1
 /* One lane: the components are contiguous doubles, so an operation's sums run over j outside
  * and its components inside (vectorised over the components). */
 /* o^[k] = sum_{j=0..k} a^[j] b^[k-j]. */
 static inline void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                 NHT(nht_in) b) {
+    if (nc == 1) {
+        NHT(nht_mul1)(k, o, ojs, a, b);
+        return;
+    }
     NHT_T *ok = o + k * ojs;
     for (int64_t i = 0; i < nc; ++i) ok[i] = NHT_ROW(a, 0, i)[0] * NHT_ROW(b, k, i)[0];
     for (int64_t j = 1; j <= k; ++j)
@@ -56,6 +99,10 @@ static inline void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NH
 /* o^[k] -= sum_{j=j0..k} a^[j] b^[k-j] (part of a product; j0 = 1 leaves out a^[0]). */
 static inline void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                    NHT(nht_in) b, int64_t j0) {
+    if (nc == 1) {
+        NHT(nht_submul1)(k, o, ojs, a, b, j0);
+        return;
+    }
     NHT_T *ok = o + k * ojs;
     for (int64_t j = j0; j <= k; ++j)
         for (int64_t i = 0; i < nc; ++i) ok[i] -= NHT_ROW(a, j, i)[0] * NHT_ROW(b, k - j, i)[0];
@@ -63,6 +110,10 @@ static inline void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs,
 
 /* o^[k] = sum_{j=0..k} a^[j] a^[k-j], by symmetry. */
 static inline void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
+    if (nc == 1) {
+        NHT(nht_sqr1)(k, o, ojs, a);
+        return;
+    }
     NHT_T *ok = o + k * ojs;
     for (int64_t i = 0; i < nc; ++i) ok[i] = NHT_ZERO;
     for (int64_t j = 0; 2 * j < k; ++j)
@@ -75,6 +126,10 @@ static inline void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NH
 /* o = a / b: o^[k] = (a^[k] - sum_{j=1..k} b^[j] o^[k-j]) / b^[0]; a_const: a is a constant. */
 static inline void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                 int a_const, NHT(nht_in) b) {
+    if (nc == 1) {
+        NHT(nht_div1)(k, o, ojs, a, a_const, b);
+        return;
+    }
     NHT_T *ok = o + k * ojs;
     for (int64_t i = 0; i < nc; ++i)
         ok[i] = a_const ? (k == 0 ? a.p[i * a.is] : NHT_ZERO) : NHT_ROW(a, k, i)[0];
@@ -88,6 +143,10 @@ static inline void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NH
  * the same order as in the one-lane forms above, so a lane gets the same bits in either pass. */
 static inline void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                 NHT(nht_in) b) {
+    if (nc == 1) {
+        NHT(nht_mul1)(k, o, ojs, a, b);
+        return;
+    }
     for (int64_t i = 0; i < nc; ++i) {
         NHT_T s = NHT_ROW(a, 0, i)[0] * NHT_ROW(b, k, i)[0];
         for (int64_t j = 1; j <= k; ++j) s += NHT_ROW(a, j, i)[0] * NHT_ROW(b, k - j, i)[0];
@@ -97,6 +156,10 @@ static inline void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NH
 
 static inline void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                    NHT(nht_in) b, int64_t j0) {
+    if (nc == 1) {
+        NHT(nht_submul1)(k, o, ojs, a, b, j0);
+        return;
+    }
     for (int64_t i = 0; i < nc; ++i) {
         NHT_T s = o[k * ojs + i];
         for (int64_t j = j0; j <= k; ++j) s -= NHT_ROW(a, j, i)[0] * NHT_ROW(b, k - j, i)[0];
@@ -105,6 +168,10 @@ static inline void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs,
 }
 
 static inline void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
+    if (nc == 1) {
+        NHT(nht_sqr1)(k, o, ojs, a);
+        return;
+    }
     for (int64_t i = 0; i < nc; ++i) {
         NHT_T s = NHT_ZERO;
         for (int64_t j = 0; 2 * j < k; ++j) s += NHT_ROW(a, j, i)[0] * NHT_ROW(a, k - j, i)[0];
@@ -116,6 +183,10 @@ static inline void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NH
 
 static inline void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                 int a_const, NHT(nht_in) b) {
+    if (nc == 1) {
+        NHT(nht_div1)(k, o, ojs, a, a_const, b);
+        return;
+    }
     for (int64_t i = 0; i < nc; ++i) {
         NHT_T s = a_const ? (k == 0 ? a.p[i * a.is] : NHT_ZERO) : NHT_ROW(a, k, i)[0];
         for (int64_t j = 1; j <= k; ++j) s -= NHT_ROW(b, j, i)[0] * o[(k - j) * ojs + i];
