@@ -143,8 +143,9 @@ def test_core(benchmark, case, method):
         watch = domain_watch(vf, None)
         ev_cap, ev_ctx = event_kernel(vf, watch.spec[0])
         count = np.zeros(1, dtype=np.int64)
-        events = (ev_cap, ev_ctx, watch.spec[1], watch.spec[2], np.full((1, 1), np.nan),
-                  np.full((1, 1), -1, dtype=np.int32), np.full((1, 1, ns), np.nan), count)  # fmt: skip
+        record = (np.full((1, 1), np.nan), np.full((1, 1), -1, dtype=np.int32),
+                  np.full((1, 1, ns), np.nan), count)  # fmt: skip
+        events = (ev_cap, ev_ctx, watch.spec[1], watch.spec[2], *record)
 
     def run():
         if events is not None:
