@@ -252,6 +252,9 @@ def domain_exits(
 #: A failed trajectory whose last state has a domain condition at most this much above 0
 #: (relative to ``max(1, |value at x0|)``) stopped at the domain's boundary.
 BOUNDARY_RTOL = 1e-6
+#: Output rows per call of the domain's kernel in :func:`domain_outputs` (bounds its
+#: temporaries: times and values of a chunk, never a copy of all outputs).
+OUTPUT_CHUNK_ROWS = 1 << 16
 
 
 def domain_values(system: VectorField, x: np.ndarray, par: np.ndarray) -> np.ndarray:
@@ -272,6 +275,7 @@ def domain_boundary(
     par: np.ndarray,
     status: np.ndarray,
     t_reached: np.ndarray,
+    lanes: np.ndarray | None = None,
 ) -> str:
     """Mark the failed lanes that stopped at the boundary of the domain (status
     ``left_domain``, in place) and return the sentence of the failure message naming the
@@ -281,13 +285,18 @@ def domain_boundary(
     coordinates, ``1/x`` or ``sqrt(x)`` as ``x -> 0``) shrinks its steps until they underflow,
     or meets a non-finite value, before it can cross: the state where it stopped
     (``x_end``) then has a condition within ``BOUNDARY_RTOL * max(1, |value at x0|)`` of 0.
+    ``x_end`` has a row per trajectory, or with ``lanes`` (indices of trajectories) a row per
+    entry of ``lanes``.
     """
     kinds = (_abi.LANE["step_underflow"], _abi.LANE["nonfinite"])
-    cand = np.flatnonzero(np.isin(status, kinds) & np.all(np.isfinite(x_end), axis=1))
+    if lanes is None:
+        lanes = np.arange(status.size)
+    at = np.flatnonzero(np.isin(status[lanes], kinds) & np.all(np.isfinite(x_end), axis=1))
+    cand = lanes[at]
     if cand.size == 0:
         return ""
     p = par[cand] if par.shape[0] > 1 else par
-    end = domain_values(system, x_end[cand], p)
+    end = domain_values(system, x_end[at], p)
     start = domain_values(system, x0[cand], p)
     near = end <= BOUNDARY_RTOL * np.maximum(1.0, np.abs(start))
     hit = np.flatnonzero(np.any(near, axis=1))
@@ -338,29 +347,42 @@ def domain_outputs(
     ok = np.flatnonzero(status == 0)
     if ok.size == 0:
         return ""
-    rows = y[ok].reshape(ok.size * nt, n)
-    trow = np.tile(t, ok.size)  # contiguous (a broadcast view is not when nt = 1)
-    p = par[ok] if par.shape[0] > 1 else par
-    vals = np.empty((rows.shape[0], len(exprs)))
-    _core.eval_rows(cap, ctx, len(exprs), trow, rows, p, nt, vals, threads=threads)
-    outside = ~(vals > 0).reshape(ok.size, nt, len(exprs))
-    bad = np.flatnonzero(np.any(outside, axis=(1, 2)))
-    if bad.size == 0:
-        return ""
+    m = len(exprs)
     labels = list(system.domain)
-    parts = []
-    for k in bad.tolist():
-        i = int(ok[k])
-        row, j = np.argwhere(outside[k])[0]  # the first output row outside, its condition
-        status[i] = _abi.LANE["left_domain"]
-        y[i, row:] = np.nan
-        t_reached[i] = t[row - 1] if row > 0 else t[0]
-        if len(parts) < 5:
-            parts.append(
-                f"#{i}: domain[{labels[j]!r}] ({exprs[j]} > 0) is {vals[k * nt + row, j]:.3g} "
-                f"at the output time t = {t[row]:.6g}"
-            )
-    more = f" and {bad.size - 5} more" if bad.size > 5 else ""
+    parts: list[str] = []
+    nbad = 0
+    # chunks of trajectories: the temporaries (times, values) stay small for any batch, and
+    # a chunk of consecutive finished trajectories is a view of y, not a copy
+    step = max(1, OUTPUT_CHUNK_ROWS // nt)
+    for c0 in range(0, ok.size, step):
+        lanes = ok[c0 : c0 + step]
+        first, last = int(lanes[0]), int(lanes[-1])
+        if last - first + 1 == lanes.size:
+            rows = y[first : last + 1].reshape(lanes.size * nt, n)
+            p = par[first : last + 1] if par.shape[0] > 1 else par
+        else:
+            rows = y[lanes].reshape(lanes.size * nt, n)
+            p = par[lanes] if par.shape[0] > 1 else par
+        trow = np.tile(t, lanes.size)  # contiguous (a broadcast view is not when nt = 1)
+        vals = np.empty((rows.shape[0], m))
+        _core.eval_rows(cap, ctx, m, trow, rows, p, nt, vals, threads=threads)
+        outside = ~(vals > 0).reshape(lanes.size, nt, m)
+        bad = np.flatnonzero(np.any(outside, axis=(1, 2)))
+        nbad += bad.size
+        for k in bad.tolist():
+            i = int(lanes[k])
+            row, j = np.argwhere(outside[k])[0]  # the first output row outside, its condition
+            if len(parts) < 5:
+                parts.append(
+                    f"#{i}: domain[{labels[j]!r}] ({exprs[j]} > 0) is "
+                    f"{vals[k * nt + row, j]:.3g} at the output time t = {t[row]:.6g}"
+                )
+            status[i] = _abi.LANE["left_domain"]
+            y[i, row:] = np.nan
+            t_reached[i] = t[row - 1] if row > 0 else t[0]
+    if nbad == 0:
+        return ""
+    more = f" and {nbad - 5} more" if nbad > 5 else ""
     return (
         f". {system.name!r} left its domain between output times (steps not watched: use "
         "method='taylor' or dense=True to stop at the crossing): " + "; ".join(parts) + more

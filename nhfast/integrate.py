@@ -40,6 +40,11 @@ HAMILTONISED = ("hamiltonised-midpoint", "hamiltonised-gauss4", "hamiltonised-ga
 #: Per-lane status code (``NH_LANE_*`` in nh_abi.h) -> message.
 STATUS = _abi.STATUS
 _STATS = _abi.STATS
+#: Batches up to this many trajectories get the state where each stopped from the run itself
+#: (``x_end``, n doubles per trajectory); larger ones rerun the few that failed the way a
+#: trajectory at the boundary of its domain fails (:data:`_BOUNDARY_KINDS`) to get it.
+X_END_ROWS = 4096
+_BOUNDARY_KINDS = (_abi.LANE["step_underflow"], _abi.LANE["nonfinite"])
 #: Hairer's NSTIFF (DOP853/DOPRI5 codes): the stiffness test of the adaptive methods runs
 #: after every NSTIFF-th accepted step, and after every step once it found an estimate above
 #: the method's stability bound (see ``stiffness_check`` of :func:`integrate`).
@@ -428,8 +433,10 @@ def integrate(
     status = np.zeros(ntraj, dtype=np.int32)
     stats = np.zeros((ntraj, _core.NSTATS), dtype=np.int64)
     t_reached = t[:1].copy() if ntraj == 1 else np.full(ntraj, t[0])
-    # the state where each trajectory stopped, to tell a stop at the domain's boundary
-    x_end = np.empty((ntraj, n)) if watch_domain and getattr(system, "domain", None) else None
+    # the state where each trajectory stopped, to tell a stop at the domain's boundary: for
+    # a small batch from the run itself; a large one reruns its candidates (see below)
+    watched = bool(watch_domain) and bool(getattr(system, "domain", None))
+    x_end = np.empty((ntraj, n)) if watched and ntraj <= X_END_ROWS else None
     split = system.split or 0
     nstiff = NSTIFF if stiffness_check and method in ADAPTIVE and not taylor else 0
     record = None
@@ -446,12 +453,31 @@ def integrate(
         record = EventRecord.empty(ntraj, width, n)
         ev_args = (ev_cap, ev_ctx, spec[1], spec[2], record.t, record.which, record.y,
                    record.count)  # fmt: skip
-    _core.integrate_batch(
-        cap, ctx, n, npar, split, METHODS[method], t, x, par, y, status, stats,
-        rtol, atol, h0, hm, int(max_steps), tol, int(max_iter), int(threads), int(block),
-        nstiff=nstiff, t_end=t_reached, dense=bool(dense), events=ev_args, taylor=tcap,
-        order=torder, x_end=x_end, derive=derive, nderived=nderived,
-    )  # fmt: skip
+
+    def run(xs, ps, ys, st, sts, tr, ev, xe) -> None:
+        _core.integrate_batch(
+            cap, ctx, n, npar, split, METHODS[method], t, xs, ps, ys, st, sts,
+            rtol, atol, h0, hm, int(max_steps), tol, int(max_iter), int(threads), int(block),
+            nstiff=nstiff, t_end=tr, dense=bool(dense), events=ev, taylor=tcap,
+            order=torder, x_end=xe, derive=derive, nderived=nderived,
+        )  # fmt: skip
+
+    def ends(lanes: np.ndarray) -> np.ndarray:
+        """The states where trajectories ``lanes`` stopped: their run again (the same bits:
+        a trajectory's arithmetic does not depend on the batch), with ``x_end``."""
+        m = lanes.size
+        ev = None
+        if ev_args is not None:
+            rec = EventRecord.empty(m, record_width, n)
+            ev = (*ev_args[:4], rec.t, rec.which, rec.y, rec.count)
+        xe = np.empty((m, n))
+        run(np.ascontiguousarray(x[lanes]), par[lanes] if par.shape[0] > 1 else par,
+            np.empty((m, t.size, n)), np.zeros(m, dtype=np.int32),
+            np.zeros((m, _core.NSTATS), dtype=np.int64), np.full(m, t[0]), ev, xe)  # fmt: skip
+        return xe
+
+    record_width = 0 if record is None else record.t.shape[1]
+    run(x, par, y, status, stats, t_reached, ev_args, x_end)
     note = ""
     if dom is not None:
         if ev_spec is None and not (record.count[0] if ntraj == 1 else record.count.any()):
@@ -459,9 +485,15 @@ def integrate(
         else:
             record, note = domain_exits(system, dom, record, status, t[-1], t_reached, ev_spec)
     failed = status[0] if ntraj == 1 else np.count_nonzero(status)
-    if x_end is not None and failed:
-        note += domain_boundary(system, x, x_end, par, status, t_reached)
-    if x_end is not None and dom is None and watch_domain:
+    if watched and failed:
+        if x_end is not None:
+            note += domain_boundary(system, x, x_end, par, status, t_reached)
+        else:
+            lanes = np.flatnonzero(np.isin(status, _BOUNDARY_KINDS))
+            if lanes.size:
+                xe = ends(lanes)
+                note += domain_boundary(system, x, xe, par, status, t_reached, lanes)
+    if watched and dom is None:
         if plan is None:
             note += domain_outputs(system, t, y, par, status, t_reached, threads)
         elif failed or not plan.rows_inside(t, y, par):

@@ -233,3 +233,43 @@ def test_structured_field_domain_watch():
         res = nh.integrate(vf, x0, [0.0, 5.0], params=[kk], method="taylor", keep_failed=True)
     assert res.status[0] == LEFT
     np.testing.assert_allclose(res.t_reached[0], t_cross, rtol=1e-12)
+
+
+@pytest.mark.parametrize(("method", "kw"), [*WATCHED, ("dop853", {}), ("dopri5", {})])
+def test_large_batch_reruns_its_boundary_candidates(chart, method, kw, monkeypatch):
+    """Above X_END_ROWS trajectories the run keeps no x_end: the trajectories that failed the
+    way a boundary stop fails run again for their last states; the verdict is the same."""
+    integrate_module = __import__("sys").modules["nhfast.integrate"]
+    x0 = np.array([[1.0, 0.0], [3.0, 0.5], [0.5, 0.1], [2.5, 0.0]])
+    c = np.array([[1.0], [1.0], [1.0], [2.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IntegrationWarning)
+        ref = nh.integrate(chart, x0, [0.0, 2.0], params=c, method=method, rtol=1e-10,
+                           keep_failed=True, **kw)  # fmt: skip
+        monkeypatch.setattr(integrate_module, "X_END_ROWS", 0)
+        big = nh.integrate(chart, x0, [0.0, 2.0], params=c, method=method, rtol=1e-10,
+                           keep_failed=True, **kw)  # fmt: skip
+    assert ref.status.tolist() == [LEFT, 0, LEFT, LEFT]
+    np.testing.assert_array_equal(big.status, ref.status)
+    np.testing.assert_array_equal(big.y, ref.y)
+    np.testing.assert_array_equal(big.t_reached, ref.t_reached)
+
+
+@pytest.mark.parametrize(("method", "kw"), UNWATCHED[:2])
+def test_output_check_in_chunks(smooth, method, kw, monkeypatch):
+    """The output rows are checked chunk by chunk (views of y where the finished
+    trajectories are consecutive): the same lanes are marked with any chunk size."""
+    from nhfast import events
+
+    rng = np.random.default_rng(5)
+    x0 = np.column_stack([rng.uniform(0.2, 4.0, 23), rng.uniform(-1, 1, 23)])
+    t = np.linspace(0.0, 2.0, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IntegrationWarning)
+        ref = nh.integrate(smooth, x0, t, params=[1.0], method=method, keep_failed=True, **kw)
+        monkeypatch.setattr(events, "OUTPUT_CHUNK_ROWS", 7)
+        got = nh.integrate(smooth, x0, t, params=[1.0], method=method, keep_failed=True, **kw)
+    assert np.array_equal(ref.status == LEFT, x0[:, 0] < 2.0)
+    np.testing.assert_array_equal(got.status, ref.status)
+    np.testing.assert_array_equal(got.y, ref.y)
+    np.testing.assert_array_equal(got.t_reached, ref.t_reached)
