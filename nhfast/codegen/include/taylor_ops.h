@@ -139,17 +139,35 @@ static inline void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NH
 }
 
 #else
-/* Vectors of lanes: one component at a time, its sum in a register. The sums run over j in
- * the same order as in the one-lane forms above, so a lane gets the same bits in either pass. */
+/* Vectors of lanes: each component's sum in a register, four components at a time (four
+ * independent chains of additions in flight). The sums run over j in the same order as in
+ * the one-lane forms above, so a lane gets the same bits in either pass. */
+#define NHT_A(x, j, i) NHT_ROW(x, j, i)[0]
 static inline void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                 NHT(nht_in) b) {
     if (nc == 1) {
         NHT(nht_mul1)(k, o, ojs, a, b);
         return;
     }
-    for (int64_t i = 0; i < nc; ++i) {
-        NHT_T s = NHT_ROW(a, 0, i)[0] * NHT_ROW(b, k, i)[0];
-        for (int64_t j = 1; j <= k; ++j) s += NHT_ROW(a, j, i)[0] * NHT_ROW(b, k - j, i)[0];
+    int64_t i = 0;
+    for (; i + 4 <= nc; i += 4) {
+        NHT_T s0 = NHT_A(a, 0, i) * NHT_A(b, k, i), s1 = NHT_A(a, 0, i + 1) * NHT_A(b, k, i + 1);
+        NHT_T s2 = NHT_A(a, 0, i + 2) * NHT_A(b, k, i + 2);
+        NHT_T s3 = NHT_A(a, 0, i + 3) * NHT_A(b, k, i + 3);
+        for (int64_t j = 1; j <= k; ++j) {
+            s0 += NHT_A(a, j, i) * NHT_A(b, k - j, i);
+            s1 += NHT_A(a, j, i + 1) * NHT_A(b, k - j, i + 1);
+            s2 += NHT_A(a, j, i + 2) * NHT_A(b, k - j, i + 2);
+            s3 += NHT_A(a, j, i + 3) * NHT_A(b, k - j, i + 3);
+        }
+        o[k * ojs + i] = s0;
+        o[k * ojs + i + 1] = s1;
+        o[k * ojs + i + 2] = s2;
+        o[k * ojs + i + 3] = s3;
+    }
+    for (; i < nc; ++i) {
+        NHT_T s = NHT_A(a, 0, i) * NHT_A(b, k, i);
+        for (int64_t j = 1; j <= k; ++j) s += NHT_A(a, j, i) * NHT_A(b, k - j, i);
         o[k * ojs + i] = s;
     }
 }
@@ -160,9 +178,24 @@ static inline void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs,
         NHT(nht_submul1)(k, o, ojs, a, b, j0);
         return;
     }
-    for (int64_t i = 0; i < nc; ++i) {
+    int64_t i = 0;
+    for (; i + 4 <= nc; i += 4) {
+        NHT_T s0 = o[k * ojs + i], s1 = o[k * ojs + i + 1];
+        NHT_T s2 = o[k * ojs + i + 2], s3 = o[k * ojs + i + 3];
+        for (int64_t j = j0; j <= k; ++j) {
+            s0 -= NHT_A(a, j, i) * NHT_A(b, k - j, i);
+            s1 -= NHT_A(a, j, i + 1) * NHT_A(b, k - j, i + 1);
+            s2 -= NHT_A(a, j, i + 2) * NHT_A(b, k - j, i + 2);
+            s3 -= NHT_A(a, j, i + 3) * NHT_A(b, k - j, i + 3);
+        }
+        o[k * ojs + i] = s0;
+        o[k * ojs + i + 1] = s1;
+        o[k * ojs + i + 2] = s2;
+        o[k * ojs + i + 3] = s3;
+    }
+    for (; i < nc; ++i) {
         NHT_T s = o[k * ojs + i];
-        for (int64_t j = j0; j <= k; ++j) s -= NHT_ROW(a, j, i)[0] * NHT_ROW(b, k - j, i)[0];
+        for (int64_t j = j0; j <= k; ++j) s -= NHT_A(a, j, i) * NHT_A(b, k - j, i);
         o[k * ojs + i] = s;
     }
 }
@@ -172,11 +205,36 @@ static inline void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NH
         NHT(nht_sqr1)(k, o, ojs, a);
         return;
     }
-    for (int64_t i = 0; i < nc; ++i) {
+    int64_t i = 0;
+    for (; i + 4 <= nc; i += 4) {
+        NHT_T s0 = NHT_ZERO, s1 = NHT_ZERO, s2 = NHT_ZERO, s3 = NHT_ZERO;
+        for (int64_t j = 0; 2 * j < k; ++j) {
+            s0 += NHT_A(a, j, i) * NHT_A(a, k - j, i);
+            s1 += NHT_A(a, j, i + 1) * NHT_A(a, k - j, i + 1);
+            s2 += NHT_A(a, j, i + 2) * NHT_A(a, k - j, i + 2);
+            s3 += NHT_A(a, j, i + 3) * NHT_A(a, k - j, i + 3);
+        }
+        s0 = 2.0 * s0;
+        s1 = 2.0 * s1;
+        s2 = 2.0 * s2;
+        s3 = 2.0 * s3;
+        if (k % 2 == 0) {
+            const int64_t h = k / 2;
+            s0 += NHT_A(a, h, i) * NHT_A(a, h, i);
+            s1 += NHT_A(a, h, i + 1) * NHT_A(a, h, i + 1);
+            s2 += NHT_A(a, h, i + 2) * NHT_A(a, h, i + 2);
+            s3 += NHT_A(a, h, i + 3) * NHT_A(a, h, i + 3);
+        }
+        o[k * ojs + i] = s0;
+        o[k * ojs + i + 1] = s1;
+        o[k * ojs + i + 2] = s2;
+        o[k * ojs + i + 3] = s3;
+    }
+    for (; i < nc; ++i) {
         NHT_T s = NHT_ZERO;
-        for (int64_t j = 0; 2 * j < k; ++j) s += NHT_ROW(a, j, i)[0] * NHT_ROW(a, k - j, i)[0];
+        for (int64_t j = 0; 2 * j < k; ++j) s += NHT_A(a, j, i) * NHT_A(a, k - j, i);
         s = 2.0 * s;
-        if (k % 2 == 0) s += NHT_ROW(a, k / 2, i)[0] * NHT_ROW(a, k / 2, i)[0];
+        if (k % 2 == 0) s += NHT_A(a, k / 2, i) * NHT_A(a, k / 2, i);
         o[k * ojs + i] = s;
     }
 }
@@ -187,12 +245,27 @@ static inline void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NH
         NHT(nht_div1)(k, o, ojs, a, a_const, b);
         return;
     }
-    for (int64_t i = 0; i < nc; ++i) {
-        NHT_T s = a_const ? (k == 0 ? a.p[i * a.is] : NHT_ZERO) : NHT_ROW(a, k, i)[0];
-        for (int64_t j = 1; j <= k; ++j) s -= NHT_ROW(b, j, i)[0] * o[(k - j) * ojs + i];
-        o[k * ojs + i] = s / NHT_ROW(b, 0, i)[0];
+    int64_t i = 0;
+    for (; i + 4 <= nc; i += 4) {
+        NHT_T s[4];
+        for (int c = 0; c < 4; ++c)
+            s[c] = a_const ? (k == 0 ? a.p[(i + c) * a.is] : NHT_ZERO) : NHT_A(a, k, i + c);
+        for (int64_t j = 1; j <= k; ++j) {
+            const NHT_T *ok = o + (k - j) * ojs + i;
+            s[0] -= NHT_A(b, j, i) * ok[0];
+            s[1] -= NHT_A(b, j, i + 1) * ok[1];
+            s[2] -= NHT_A(b, j, i + 2) * ok[2];
+            s[3] -= NHT_A(b, j, i + 3) * ok[3];
+        }
+        for (int c = 0; c < 4; ++c) o[k * ojs + i + c] = s[c] / NHT_A(b, 0, i + c);
+    }
+    for (; i < nc; ++i) {
+        NHT_T s = a_const ? (k == 0 ? a.p[i * a.is] : NHT_ZERO) : NHT_A(a, k, i);
+        for (int64_t j = 1; j <= k; ++j) s -= NHT_A(b, j, i) * o[(k - j) * ojs + i];
+        o[k * ojs + i] = s / NHT_A(b, 0, i);
     }
 }
+#undef NHT_A
 #endif
 
 /* o = a^alpha: k a^[0] o^[k] = sum_{j=0..k-1} (alpha (k-j) - j) a^[k-j] o^[j]; o^[0] per lane. */
