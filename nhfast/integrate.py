@@ -453,31 +453,12 @@ def integrate(
         record = EventRecord.empty(ntraj, width, n)
         ev_args = (ev_cap, ev_ctx, spec[1], spec[2], record.t, record.which, record.y,
                    record.count)  # fmt: skip
-
-    def run(xs, ps, ys, st, sts, tr, ev, xe) -> None:
-        _core.integrate_batch(
-            cap, ctx, n, npar, split, METHODS[method], t, xs, ps, ys, st, sts,
-            rtol, atol, h0, hm, int(max_steps), tol, int(max_iter), int(threads), int(block),
-            nstiff=nstiff, t_end=tr, dense=bool(dense), events=ev, taylor=tcap,
-            order=torder, x_end=xe, derive=derive, nderived=nderived,
-        )  # fmt: skip
-
-    def ends(lanes: np.ndarray) -> np.ndarray:
-        """The states where trajectories ``lanes`` stopped: their run again (the same bits:
-        a trajectory's arithmetic does not depend on the batch), with ``x_end``."""
-        m = lanes.size
-        ev = None
-        if ev_args is not None:
-            rec = EventRecord.empty(m, record_width, n)
-            ev = (*ev_args[:4], rec.t, rec.which, rec.y, rec.count)
-        xe = np.empty((m, n))
-        run(np.ascontiguousarray(x[lanes]), par[lanes] if par.shape[0] > 1 else par,
-            np.empty((m, t.size, n)), np.zeros(m, dtype=np.int32),
-            np.zeros((m, _core.NSTATS), dtype=np.int64), np.full(m, t[0]), ev, xe)  # fmt: skip
-        return xe
-
-    record_width = 0 if record is None else record.t.shape[1]
-    run(x, par, y, status, stats, t_reached, ev_args, x_end)
+    _core.integrate_batch(
+        cap, ctx, n, npar, split, METHODS[method], t, x, par, y, status, stats,
+        rtol, atol, h0, hm, int(max_steps), tol, int(max_iter), int(threads), int(block),
+        nstiff=nstiff, t_end=t_reached, dense=bool(dense), events=ev_args, taylor=tcap,
+        order=torder, x_end=x_end, derive=derive, nderived=nderived,
+    )  # fmt: skip
     note = ""
     if dom is not None:
         if ev_spec is None and not (record.count[0] if ntraj == 1 else record.count.any()):
@@ -491,7 +472,23 @@ def integrate(
         else:
             lanes = np.flatnonzero(np.isin(status, _BOUNDARY_KINDS))
             if lanes.size:
-                xe = ends(lanes)
+                # their run again, with x_end (the same bits: a trajectory's arithmetic does
+                # not depend on the batch it is in)
+                m = lanes.size
+                sub = None
+                if ev_args is not None:
+                    rec = EventRecord.empty(m, width, n)  # as wide as the run's record
+                    sub = (*ev_args[:4], rec.t, rec.which, rec.y, rec.count)
+                xe = np.empty((m, n))
+                _core.integrate_batch(
+                    cap, ctx, n, npar, split, METHODS[method], t, np.ascontiguousarray(x[lanes]),
+                    par[lanes] if par.shape[0] > 1 else par, np.empty((m, t.size, n)),
+                    np.zeros(m, dtype=np.int32), np.zeros((m, _core.NSTATS), dtype=np.int64),
+                    rtol, atol, h0, hm, int(max_steps), tol, int(max_iter), int(threads),
+                    int(block), nstiff=nstiff, t_end=np.full(m, t[0]), dense=bool(dense),
+                    events=sub, taylor=tcap, order=torder, x_end=xe, derive=derive,
+                    nderived=nderived,
+                )  # fmt: skip
                 note += domain_boundary(system, x, xe, par, status, t_reached, lanes)
     if watched and dom is None:
         if plan is None:
