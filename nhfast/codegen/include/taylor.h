@@ -23,6 +23,14 @@
 
 #define NHT_ROW(a, j, i) ((a).p + (j) * (a).js + (i) * (a).is)
 
+/* Small recurrences the compiler must inline even into a large pass (its inlining budget
+ * runs out there, and a call per operation and order costs more than the operation). */
+#if defined(__GNUC__) || defined(__clang__)
+#define NHT_SMALL static inline __attribute__((always_inline))
+#else
+#define NHT_SMALL static inline
+#endif
+
 #define NHT_T double
 #define NHT(f) f##_1
 #define NHT_LANES 1

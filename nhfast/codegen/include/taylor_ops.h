@@ -14,19 +14,19 @@ typedef struct {
 } NHT(nht_in);
 
 /* o^[k] = c * a^[k], c a constant. */
-static inline void NHT(nht_cmul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) c,
+NHT_SMALL void NHT(nht_cmul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) c,
                                  NHT(nht_in) a) {
     for (int64_t i = 0; i < nc; ++i) o[k * ojs + i] = c.p[i * c.is] * NHT_ROW(a, k, i)[0];
 }
 
 /* o^[k] = s * a^[k], s a number (the first term of a linear combination). */
-static inline void NHT(nht_scale)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, double s,
+NHT_SMALL void NHT(nht_scale)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, double s,
                                   NHT(nht_in) a) {
     for (int64_t i = 0; i < nc; ++i) o[k * ojs + i] = s * NHT_ROW(a, k, i)[0];
 }
 
 /* o^[k] += s * a^[k] (further terms). */
-static inline void NHT(nht_axpy)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, double s,
+NHT_SMALL void NHT(nht_axpy)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, double s,
                                  NHT(nht_in) a) {
     if (s == 1.0)
         for (int64_t i = 0; i < nc; ++i) o[k * ojs + i] += NHT_ROW(a, k, i)[0];
@@ -37,14 +37,14 @@ static inline void NHT(nht_axpy)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, d
 }
 
 /* o^[0] += c (the constant term of a sum; at k = 0 only). */
-static inline void NHT(nht_addc)(int64_t nc, NHT_T *o, NHT(nht_in) c) {
+NHT_SMALL void NHT(nht_addc)(int64_t nc, NHT_T *o, NHT(nht_in) c) {
     for (int64_t i = 0; i < nc; ++i) o[i] += c.p[i * c.is];
 }
 
 /* sum_{j=j0..j1} a^[j] b^[m-j] of component i, in two partial sums (even and odd steps from
  * j0) added at the end: two chains of additions in flight instead of one. Both passes use it
  * for scalar values (nc == 1), so a lane gets the same bits in either; zero if j1 < j0. */
-static inline NHT_T NHT(nht_dot2)(NHT(nht_in) a, NHT(nht_in) b, int64_t m, int64_t j0,
+NHT_SMALL NHT_T NHT(nht_dot2)(NHT(nht_in) a, NHT(nht_in) b, int64_t m, int64_t j0,
                                   int64_t j1, int64_t i) {
     NHT_T e = NHT_ZERO, d = NHT_ZERO;
     int64_t j = j0;
@@ -57,23 +57,23 @@ static inline NHT_T NHT(nht_dot2)(NHT(nht_in) a, NHT(nht_in) b, int64_t m, int64
 }
 
 /* Scalar values (nc == 1) in either pass: the forms below through nht_dot2. */
-static inline void NHT(nht_mul1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a, NHT(nht_in) b) {
+NHT_SMALL void NHT(nht_mul1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a, NHT(nht_in) b) {
     o[k * ojs] = NHT(nht_dot2)(a, b, k, 0, k, 0);
 }
 
-static inline void NHT(nht_submul1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a,
+NHT_SMALL void NHT(nht_submul1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                     NHT(nht_in) b, int64_t j0) {
     o[k * ojs] = o[k * ojs] - NHT(nht_dot2)(a, b, k, j0, k, 0);
 }
 
-static inline void NHT(nht_sqr1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
+NHT_SMALL void NHT(nht_sqr1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
     NHT_T s = NHT(nht_dot2)(a, a, k, 0, k > 0 ? (k - 1) / 2 : -1, 0);
     s = 2.0 * s;
     if (k % 2 == 0) s += NHT_ROW(a, k / 2, 0)[0] * NHT_ROW(a, k / 2, 0)[0];
     o[k * ojs] = s;
 }
 
-static inline void NHT(nht_div1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a, int a_const,
+NHT_SMALL void NHT(nht_div1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a, int a_const,
                                  NHT(nht_in) b) {
     const NHT(nht_in) oi = {o, ojs, 1};
     const NHT_T s = a_const ? (k == 0 ? a.p[0] : NHT_ZERO) : NHT_ROW(a, k, 0)[0];
@@ -84,7 +84,7 @@ static inline void NHT(nht_div1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a
 /* One lane: the components are contiguous doubles, so an operation's sums run over j outside
  * and its components inside (vectorised over the components). */
 /* o^[k] = sum_{j=0..k} a^[j] b^[k-j]. */
-static inline void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
+NHT_SMALL void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                 NHT(nht_in) b) {
     if (nc == 1) {
         NHT(nht_mul1)(k, o, ojs, a, b);
@@ -97,7 +97,7 @@ static inline void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NH
 }
 
 /* o^[k] -= sum_{j=j0..k} a^[j] b^[k-j] (part of a product; j0 = 1 leaves out a^[0]). */
-static inline void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
+NHT_SMALL void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                    NHT(nht_in) b, int64_t j0) {
     if (nc == 1) {
         NHT(nht_submul1)(k, o, ojs, a, b, j0);
@@ -109,7 +109,7 @@ static inline void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs,
 }
 
 /* o^[k] = sum_{j=0..k} a^[j] a^[k-j], by symmetry. */
-static inline void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
+NHT_SMALL void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
     if (nc == 1) {
         NHT(nht_sqr1)(k, o, ojs, a);
         return;
@@ -124,7 +124,7 @@ static inline void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NH
 }
 
 /* o = a / b: o^[k] = (a^[k] - sum_{j=1..k} b^[j] o^[k-j]) / b^[0]; a_const: a is a constant. */
-static inline void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
+NHT_SMALL void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                 int a_const, NHT(nht_in) b) {
     if (nc == 1) {
         NHT(nht_div1)(k, o, ojs, a, a_const, b);
@@ -143,7 +143,7 @@ static inline void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NH
  * independent chains of additions in flight). The sums run over j in the same order as in
  * the one-lane forms above, so a lane gets the same bits in either pass. */
 #define NHT_A(x, j, i) NHT_ROW(x, j, i)[0]
-static inline void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
+NHT_SMALL void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                 NHT(nht_in) b) {
     if (nc == 1) {
         NHT(nht_mul1)(k, o, ojs, a, b);
@@ -172,7 +172,7 @@ static inline void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NH
     }
 }
 
-static inline void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
+NHT_SMALL void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                    NHT(nht_in) b, int64_t j0) {
     if (nc == 1) {
         NHT(nht_submul1)(k, o, ojs, a, b, j0);
@@ -200,7 +200,7 @@ static inline void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs,
     }
 }
 
-static inline void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
+NHT_SMALL void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
     if (nc == 1) {
         NHT(nht_sqr1)(k, o, ojs, a);
         return;
@@ -239,7 +239,7 @@ static inline void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NH
     }
 }
 
-static inline void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
+NHT_SMALL void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                 int a_const, NHT(nht_in) b) {
     if (nc == 1) {
         NHT(nht_div1)(k, o, ojs, a, a_const, b);
@@ -269,7 +269,7 @@ static inline void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NH
 #endif
 
 /* o = a^alpha: k a^[0] o^[k] = sum_{j=0..k-1} (alpha (k-j) - j) a^[k-j] o^[j]; o^[0] per lane. */
-static inline void NHT(nht_pow)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
+NHT_SMALL void NHT(nht_pow)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                 double alpha) {
     for (int64_t i = 0; i < nc; ++i) {
         if (k == 0) {
@@ -286,7 +286,7 @@ static inline void NHT(nht_pow)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NH
 }
 
 /* o = sqrt(a): o^[k] = (a^[k] - sum_{j=1..k-1} o^[j] o^[k-j]) / (2 o^[0]). */
-static inline void NHT(nht_sqrt)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
+NHT_SMALL void NHT(nht_sqrt)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
     for (int64_t i = 0; i < nc; ++i) {
         if (k == 0) {
             double *od = (double *)&o[i];
@@ -305,7 +305,7 @@ static inline void NHT(nht_sqrt)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, N
 /* o' = s a' e (k >= 1): o^[k] = (s / k) sum_{j=1..k} j a^[j] e^[k-j]. exp: e = o; sin: e = cos;
  * cos: e = sin, s = -1; atan: e = 1 / (1 + a^2); ... (o^[0] is set by the caller). */
 #if NHT_LANES == 1
-static inline void NHT(nht_chain)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
+NHT_SMALL void NHT(nht_chain)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                   NHT(nht_in) e, double s) {
     NHT_T *ok = o + k * ojs;
     for (int64_t i = 0; i < nc; ++i) ok[i] = NHT_ROW(a, 1, i)[0] * NHT_ROW(e, k - 1, i)[0];
@@ -316,7 +316,7 @@ static inline void NHT(nht_chain)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, 
 }
 
 #else
-static inline void NHT(nht_chain)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
+NHT_SMALL void NHT(nht_chain)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                   NHT(nht_in) e, double s) {
     for (int64_t i = 0; i < nc; ++i) {
         NHT_T acc = NHT_ROW(a, 1, i)[0] * NHT_ROW(e, k - 1, i)[0];
@@ -328,7 +328,7 @@ static inline void NHT(nht_chain)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, 
 #endif
 
 /* o = log(a): o^[k] = (a^[k] - (1/k) sum_{j=1..k-1} j o^[j] a^[k-j]) / a^[0]. */
-static inline void NHT(nht_log)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
+NHT_SMALL void NHT(nht_log)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
     for (int64_t i = 0; i < nc; ++i) {
         if (k == 0) {
             double *od = (double *)&o[i];
@@ -343,7 +343,7 @@ static inline void NHT(nht_log)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NH
 }
 
 /* o = F(a) at order 0, per lane: F one of the C functions below (by code). */
-static inline void NHT(nht_init)(int64_t nc, NHT_T *o, NHT(nht_in) a, int f) {
+NHT_SMALL void NHT(nht_init)(int64_t nc, NHT_T *o, NHT(nht_in) a, int f) {
     for (int64_t i = 0; i < nc; ++i) {
         double *od = (double *)&o[i];
         const double *ad = (const double *)NHT_ROW(a, 0, i);
@@ -370,7 +370,7 @@ static inline void NHT(nht_init)(int64_t nc, NHT_T *o, NHT(nht_in) a, int f) {
 }
 
 /* o = |a| away from a = 0: o^[k] = sign(a^[0]) a^[k]. */
-static inline void NHT(nht_abs)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
+NHT_SMALL void NHT(nht_abs)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
     for (int64_t i = 0; i < nc; ++i) {
         double *od = (double *)&o[k * ojs + i];
         const double *a0 = (const double *)NHT_ROW(a, 0, i), *ak = (const double *)NHT_ROW(a, k, i);
@@ -379,24 +379,24 @@ static inline void NHT(nht_abs)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NH
 }
 
 /* o^[k] = sum_i a_i^[k] over n components (a reduction, in a fixed order). */
-static inline void NHT(nht_sum)(int64_t k, int64_t n, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
+NHT_SMALL void NHT(nht_sum)(int64_t k, int64_t n, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
     NHT_T s = NHT_ROW(a, k, 0)[0];
     for (int64_t i = 1; i < n; ++i) s += NHT_ROW(a, k, i)[0];
     o[k * ojs] = s;
 }
 
 /* o_i^[k] = a^[k] (a scalar, or component c of a vector: a.p already points at it). */
-static inline void NHT(nht_copy)(int64_t k, NHT_T *o, int64_t ojs, int64_t i, NHT(nht_in) a) {
+NHT_SMALL void NHT(nht_copy)(int64_t k, NHT_T *o, int64_t ojs, int64_t i, NHT(nht_in) a) {
     o[k * ojs + i] = NHT_ROW(a, k, 0)[0];
 }
 
 /* o_i^[k] = c at k = 0, 0 after (a constant put into component i of a variable). */
-static inline void NHT(nht_setc)(int64_t k, NHT_T *o, int64_t ojs, int64_t i, NHT(nht_in) c) {
+NHT_SMALL void NHT(nht_setc)(int64_t k, NHT_T *o, int64_t ojs, int64_t i, NHT(nht_in) c) {
     o[k * ojs + i] = k == 0 ? c.p[0] : NHT_ZERO;
 }
 
 /* x^[k+1] = f^[k] / (k + 1) into component i of a state variable; a constant f at k = 0. */
-static inline void NHT(nht_integ)(int64_t k, NHT_T *x, int64_t xjs, int64_t i, NHT(nht_in) f,
+NHT_SMALL void NHT(nht_integ)(int64_t k, NHT_T *x, int64_t xjs, int64_t i, NHT(nht_in) f,
                                   int f_const) {
     if (f_const)
         x[(k + 1) * xjs + i] = k == 0 ? f.p[0] : NHT_ZERO;
@@ -405,7 +405,7 @@ static inline void NHT(nht_integ)(int64_t k, NHT_T *x, int64_t xjs, int64_t i, N
 }
 
 /* o_i^[k] = sum_j H[i, j] a_j^[k] over n components; H(i, j) at h[i*hi + j*hj] (constant). */
-static inline void NHT(nht_matvec)(int64_t k, int64_t n, NHT_T *o, int64_t ojs, const NHT_T *h,
+NHT_SMALL void NHT(nht_matvec)(int64_t k, int64_t n, NHT_T *o, int64_t ojs, const NHT_T *h,
                                    int64_t hi, int64_t hj, NHT(nht_in) a) {
     for (int64_t i = 0; i < n; ++i) {
         NHT_T s = h[i * hi] * NHT_ROW(a, k, 0)[0];
