@@ -181,7 +181,8 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
             norm_inf(coef + p * m, n, nl, nv, n2);
             if (p > 1) norm_inf(coef + (p - 1) * m, n, nl, nv, n1);
         }
-        for (int64_t l = 0; l < nl; ++l) {
+        /* per-lane loops over the slots in use (nv): the others are never active */
+        for (int64_t l = 0; l < nv; ++l) {
             hit[l] = 0;
             hu[l] = 0.0;
             if (!b->active[l]) continue;
@@ -217,7 +218,7 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
         horner_block(coef, p, n, nl, nv, hu, xn);
         nh_finite_lanes(xn, n, nl, fin);
         int64_t *steps = nh_cnt(b, NH_STAT_STEPS);
-        for (int64_t l = 0; l < nl; ++l) {
+        for (int64_t l = 0; l < nv; ++l) {
             told[l] = b->tl[l];
             if (!b->active[l]) continue;
             if (!fin[l]) {
@@ -232,7 +233,7 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
             int64_t anyev = 0;
             rc = ev->fn(ev->ctx, b->tl, xn, b->par, w.g1, b->nw, nl);
             if (rc != NH_OK) break;
-            for (int64_t l = 0; l < nl; ++l) {
+            for (int64_t l = 0; l < nv; ++l) {
                 unsigned char cr = 0;
                 for (int64_t j = 0; j < nev && b->active[l] && !cr; ++j)
                     cr = (unsigned char)nh_ev_crossing(w.g0[j * nl + l], w.g1[j * nl + l],
@@ -249,8 +250,8 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
                 if (b->active[j % nl]) w.g0[j] = w.g1[j];
         }
         /* Outputs inside the steps from the series, then the new states. */
-        idle = 0;
-        for (int64_t l = 0; l < nl; ++l) {
+        idle = nl - nv; /* padding slots beyond the vectors in use: always idle */
+        for (int64_t l = 0; l < nv; ++l) {
             if (!b->active[l]) {
                 ++idle;
                 continue;
