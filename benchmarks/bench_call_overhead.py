@@ -34,7 +34,7 @@ import sympy as sp
 
 import nhfast as nh
 from nhfast import _core
-from nhfast.events import domain_watch, event_kernel
+from nhfast.events import EventRecord, domain_watch, event_kernel
 from nhfast.systems import veselova_structured
 from nhfast.systems.veselova_body.embedded import join_state
 
@@ -142,10 +142,10 @@ def test_core(benchmark, case, method):
     if method == "taylor" and vf.domain:  # the domain's conditions as terminal events
         watch = domain_watch(vf, None)
         ev_cap, ev_ctx = event_kernel(vf, watch.spec[0])
-        count = np.zeros(1, dtype=np.int64)
-        record = (np.full((1, 1), np.nan), np.full((1, 1), -1, dtype=np.int32),
-                  np.full((1, 1, ns), np.nan), count)  # fmt: skip
-        events = (ev_cap, ev_ctx, watch.spec[1], watch.spec[2], *record)
+        record = EventRecord.empty(1, 1, ns)
+        count = record.count
+        events = (ev_cap, ev_ctx, watch.spec[1], watch.spec[2], record.t, record.which,
+                  record.y, count)  # fmt: skip
 
     def run():
         if events is not None:

@@ -22,7 +22,7 @@ from nhfast._cache import memo, peek
 from nhfast.events import DomainWatch, domain_watch, event_kernel
 from nhfast.vectorfield import VectorField
 
-__all__ = ["CallPlan", "call_plan"]
+__all__ = ["CallPlan", "call_plan", "taylor_kernel"]
 
 _FLOAT = np.dtype(float)
 _all = np.logical_and.reduce
@@ -55,46 +55,38 @@ class CallPlan:
         # weakly: the plan lives in the system's memo, which must not keep the system alive
         self._system = weakref.ref(system)
 
+    def _owner(self) -> VectorField:
+        """The system of this plan (held weakly)."""
+        system = self._system()
+        if system is None:
+            raise ReferenceError("the system of this call plan is gone")
+        return system
+
     def rhs_kernel(self, wanted: tuple[str, ...]) -> tuple[Any, Any, Any, int]:
         """The integrator's rhs (``CompiledSystem.integrator_rhs``) from the library that also
         holds the families ``wanted`` (``system.compile(wanted)``, looked up once)."""
         got = self._rhs.get(wanted)
         if got is None:
-            system = self._system()
-            if system is None:
-                raise ReferenceError("the system of this call plan is gone")
-            got = self._rhs[wanted] = system.compile(wanted).integrator_rhs()
+            got = self._rhs[wanted] = self._owner().compile(wanted).integrator_rhs()
         return got
 
     def taylor_kernel(self) -> tuple[Any, Any]:
         """(capsule, ctx) of the system's Taylor kernel (``system.compile_taylor()``)."""
         if self._taylor is None:
-            system = self._system()
-            if system is None:
-                raise ReferenceError("the system of this call plan is gone")
-            compile_taylor = getattr(system, "compile_taylor", None)
-            if compile_taylor is None:
-                raise TypeError(f"method='taylor': {type(system).__name__} has no Taylor kernels")
-            self._taylor = compile_taylor().kernels["taylor"]
+            self._taylor = taylor_kernel(self._owner())
         return self._taylor
 
     def domain_watch(self) -> DomainWatch | None:
         """The domain's conditions as terminal events, without the user's (see
         :func:`nhfast.events.domain_watch`); None without a domain."""
         if self._watch is None:
-            system = self._system()
-            if system is None:
-                raise ReferenceError("the system of this call plan is gone")
-            self._watch = (domain_watch(system, None),)
+            self._watch = (domain_watch(self._owner(), None),)
         return self._watch[0]
 
     def domain_kernel(self) -> tuple[Any, Any]:
         """(capsule, ctx) of the compiled kernel of the domain conditions."""
         if self._domain_kernel is None:
-            system = self._system()
-            if system is None:
-                raise ReferenceError("the system of this call plan is gone")
-            self._domain_kernel = event_kernel(system, self._system_domain)
+            self._domain_kernel = event_kernel(self._owner(), self._system_domain)
         return self._domain_kernel
 
     def inputs(
@@ -163,6 +155,14 @@ class CallPlan:
             return False
         m = len(self._system_domain)
         return _core.all_positive_rows(cap, ctx, m, t, y[0], par[0])
+
+
+def taylor_kernel(system: VectorField) -> tuple[Any, Any]:
+    """(capsule, ctx) of the system's Taylor kernel (``system.compile_taylor()``)."""
+    compile_taylor = getattr(system, "compile_taylor", None)
+    if compile_taylor is None:
+        raise TypeError(f"method='taylor': {type(system).__name__} has no Taylor kernels")
+    return compile_taylor().kernels["taylor"]
 
 
 def call_plan(system: VectorField) -> CallPlan | None:

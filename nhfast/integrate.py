@@ -11,7 +11,7 @@ import numpy as np
 
 from nhfast import _abi
 from nhfast._cache import memo
-from nhfast._fastpath import call_plan
+from nhfast._fastpath import call_plan, taylor_kernel
 from nhfast._kernels import InputChecks
 from nhfast._validate import (
     output_times,
@@ -415,7 +415,7 @@ def integrate(
     tcap = derive = None
     nderived = 0
     if taylor:
-        tcap, ctx = _taylor_kernel(system) if plan is None else plan.taylor_kernel()
+        tcap, ctx = taylor_kernel(system) if plan is None else plan.taylor_kernel()
         cap = None
     else:
         cap, ctx, derive, nderived = (
@@ -538,14 +538,6 @@ def _taylor_order(order: Any, method: str) -> int:
     if not 1 <= order <= _abi.TAYLOR_MAX_ORDER:
         raise ValueError(f"order must be in [1, {_abi.TAYLOR_MAX_ORDER}] or None, got {order}")
     return int(order)
-
-
-def _taylor_kernel(system: VectorField) -> tuple[Any, Any]:
-    """(capsule, ctx) of the system's Taylor kernel (``system.compile_taylor()``)."""
-    compile_taylor = getattr(system, "compile_taylor", None)
-    if compile_taylor is None:
-        raise TypeError(f"method='taylor': {type(system).__name__} has no Taylor kernels")
-    return compile_taylor().kernels["taylor"]
 
 
 def _stiff_note(res: IntegrationResult) -> str:

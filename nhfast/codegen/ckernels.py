@@ -363,9 +363,7 @@ def kernel_set_digest(ks: KernelSet) -> str:
     return input_hash(_input(ks))
 
 
-def generate_c(
-    ks: KernelSet, provenance: Mapping[str, object] | None = None, hoist: bool = True
-) -> str:
+def generate_c(ks: KernelSet, provenance: Mapping[str, object] | None = None) -> str:
     """Return the C99 source of the kernel library for ``ks``.
 
     Parameters
@@ -374,19 +372,16 @@ def generate_c(
         The expressions.
     provenance : mapping, optional
         Shown in the banner of the source: ``"system"``, the name of the system.
-    hoist : bool
-        Lift the sub-expressions of the parameters alone out of the right-hand side: the
-        library then also exports ``nh_derive`` (the derived parameters), ``nh_rhs_derived``
-        (the rhs reading them after the parameters) and ``nh_derived_count`` (see
-        ``nh_abi.h``); ``nh_rhs`` itself keeps the plain contract. False for libraries whose
-        kernels are handed the integrator's parameter block of another library (events).
 
     Returns
     -------
     str
         The source: a banner comment (versions, system, input hash, legend of the C names),
         ``#include "nh_abi.h"`` (and ``linalg.h`` with solves; both ship in
-        ``nhfast/codegen/include``), ``nh_info`` and one exported function per family.
+        ``nhfast/codegen/include``), ``nh_info`` and one exported function per family. When
+        the rhs has sub-expressions of the parameters alone, also ``nh_derive`` (the derived
+        parameters), ``nh_rhs_derived`` (the rhs reading them after the parameters) and
+        ``nh_derived_count`` (see ``nh_abi.h``); ``nh_rhs`` keeps the plain contract.
 
     Raises
     ------
@@ -408,7 +403,7 @@ def generate_c(
         preamble(*(["linalg.h"] if ks.solves else [])),
         info_table(len(ks.states), len(ks.params), ks.n_obs, ks.kernels, ks.n_q),
     ]
-    split = _derived_split(ks) if hoist else None
+    split = _derived_split(ks)
     for name, exprs in ks.kernels.items():
         try:
             if name == "rhs" and split is not None:
