@@ -40,6 +40,9 @@ static inline nh_vec nh_ld(const double *p) {
 }
 static inline void nh_st(double *p, nh_vec v) { memcpy(p, &v, sizeof v); }
 static inline nh_vec nh_splat(double a) { return a - (nh_vec){0}; }
+/* the same lanes as 64-bit integers: masks of comparisons, bit operations */
+typedef long long nh_ivec __attribute__((vector_size(NH_VW * sizeof(long long))));
+static inline nh_ivec nh_isplat(long long a) { return a - (nh_ivec){0}; }
 #define NH_HAVE_VEC 1
 #else
 #define NH_HAVE_VEC 0
@@ -328,11 +331,28 @@ static inline int nh_rhs_for(nh_block *b, const double *t, const double *x, doub
     return rc;
 }
 
-/* fin[l] = 1 if every component of v (SoA, m components) is finite in lane l. */
+/* fin[l] = 1 if every component of v (SoA, m components) is finite in lane l: x - x is 0 for
+ * a finite x and NaN for an infinite or NaN one, so a lane's sum of them is 0 exactly when
+ * all are finite. The sums of a chunk stay in registers (no byte store and reload per
+ * component). */
 static inline void nh_finite_lanes(const double *v, int64_t m, int64_t nl, unsigned char *fin) {
-    for (int64_t l = 0; l < nl; ++l) fin[l] = 1;
-    for (int64_t i = 0; i < m; ++i)
-        for (int64_t l = 0; l < nl; ++l) fin[l] &= (unsigned char)isfinite(v[i * nl + l]);
+#if NH_HAVE_VEC
+    for (int64_t l0 = 0; l0 < nl; l0 += NH_VW) {
+        nh_vec acc = nh_splat(0.0);
+        for (int64_t i = 0; i < m; ++i) {
+            const nh_vec x = nh_ld(v + i * nl + l0);
+            acc += x - x;
+        }
+        const nh_ivec ok = acc == nh_splat(0.0);
+        for (int c = 0; c < NH_VW; ++c) fin[l0 + c] = (unsigned char)(ok[c] != 0);
+    }
+#else
+    for (int64_t l = 0; l < nl; ++l) {
+        double acc = 0.0;
+        for (int64_t i = 0; i < m; ++i) acc += v[i * nl + l] - v[i * nl + l];
+        fin[l] = (unsigned char)(acc == 0.0);
+    }
+#endif
 }
 
 /*

@@ -53,7 +53,8 @@ NH_INLINE void horner_block(const double *restrict coef, int64_t p, int64_t n, i
                             int64_t nv, const double *restrict dt, double *restrict out) {
     const int64_t ks = n * nl;
 #if NH_HAVE_VEC
-    for (int64_t l0 = 0; l0 < nv; l0 += NH_VW) {
+    int64_t l0 = 0;
+    for (; l0 + NH_VW <= nv; l0 += NH_VW) {
         const nh_vec d = nh_ld(dt + l0);
         int64_t i = 0;
         for (; i + 4 <= n; i += 4) {
@@ -79,6 +80,34 @@ NH_INLINE void horner_block(const double *restrict coef, int64_t p, int64_t n, i
             nh_st(out + i * nl + l0, a);
         }
     }
+    /* the rest of the lanes in use one by one (a vector load right after the kernel's
+     * stores of single lanes would wait on store forwarding) */
+    for (; l0 < nv; ++l0) {
+        const double d = dt[l0];
+        int64_t i = 0;
+        for (; i + 4 <= n; i += 4) { /* four chains in flight, as in the vectors above */
+            const double *c = coef + i * nl + l0;
+            double a0 = c[p * ks], a1 = c[p * ks + nl], a2 = c[p * ks + 2 * nl];
+            double a3 = c[p * ks + 3 * nl];
+            for (int64_t k = p - 1; k >= 0; --k) {
+                const double *ck = c + k * ks;
+                a0 = a0 * d + ck[0];
+                a1 = a1 * d + ck[nl];
+                a2 = a2 * d + ck[2 * nl];
+                a3 = a3 * d + ck[3 * nl];
+            }
+            out[i * nl + l0] = a0;
+            out[(i + 1) * nl + l0] = a1;
+            out[(i + 2) * nl + l0] = a2;
+            out[(i + 3) * nl + l0] = a3;
+        }
+        for (; i < n; ++i) {
+            const double *c = coef + i * nl + l0;
+            double a = c[p * ks];
+            for (int64_t k = p - 1; k >= 0; --k) a = a * d + c[k * ks];
+            out[i * nl + l0] = a;
+        }
+    }
     /* lanes nv..nl-1 (padding): the last coefficients, as zero as they are */
     for (int64_t i = 0; i < n && nv < nl; ++i)
         memcpy(out + i * nl + nv, coef + p * ks + i * nl + nv, sizeof(double) * (size_t)(nl - nv));
@@ -96,15 +125,37 @@ NH_INLINE void horner_block(const double *restrict coef, int64_t p, int64_t n, i
 #endif
 }
 
-/* Infinity norm over the n components of v (SoA, stride nl) for lanes l < nv; NaN stays NaN. */
+/* Infinity norm over the n components of v (SoA, stride nl) for lanes l < nv; NaN stays NaN.
+ * On the bits of |x| as unsigned integers the order of magnitudes is the numeric one, and
+ * every NaN lies above infinity, so an integer maximum is the norm, NaN included, without a
+ * branch. Each vector of lanes keeps its maxima in registers through the components and
+ * stores them once (a store per component and a reload by the next one stalled on store
+ * forwarding: 45 % of the driver's time for one trajectory). */
 NH_INLINE void norm_inf(const double *restrict v, int64_t n, int64_t nl, int64_t nv,
                         double *restrict out) {
-    for (int64_t l = 0; l < nv; ++l) out[l] = 0.0;
-    for (int64_t i = 0; i < n; ++i)
-        for (int64_t l = 0; l < nv; ++l) {
-            const double a = fabs(v[i * nl + l]);
-            out[l] = (a > out[l] || a != a) ? a : out[l];
+    const uint64_t magnitude = 0x7fffffffffffffffULL;
+    int64_t l0 = 0;
+#if NH_HAVE_VEC
+    for (; l0 + NH_VW <= nv; l0 += NH_VW) {
+        nh_ivec mx = nh_isplat(0);
+        for (int64_t i = 0; i < n; ++i) {
+            const nh_ivec a = (nh_ivec)nh_ld(v + i * nl + l0) & nh_isplat((long long)magnitude);
+            const nh_ivec take = a > mx; /* both below 2^63: the signed order is the same */
+            mx = (a & take) | (mx & ~take);
         }
+        nh_st(out + l0, (nh_vec)mx);
+    }
+#endif
+    for (; l0 < nv; ++l0) {
+        uint64_t mx = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            uint64_t a;
+            memcpy(&a, v + i * nl + l0, sizeof a);
+            a &= magnitude;
+            mx = a > mx ? a : mx;
+        }
+        memcpy(out + l0, &mx, sizeof mx);
+    }
 }
 
 NH_CLONES int nh_run_taylor(nh_block *b) {
@@ -141,9 +192,9 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
     unsigned char *hit = flags, *fin = flags + nl, *fresh = flags + 2 * nl;
     const tay_poly poly = {coef, p, hu};
     const int64_t pad = nl - b->nw; /* padding slots, always idle */
-    /* lanes the block-wide loops cover: the slots in use, rounded up to a vector (a small
-     * batch in a block of NH_CHUNK slots does not pay for the padding) */
-    const int64_t nv = NH_HAVE_VEC ? (b->nw + NH_VW - 1) / NH_VW * NH_VW : nl;
+    /* lanes the block-wide loops cover: the slots in use (a small batch in a block of
+     * NH_CHUNK slots does not pay for the padding; vectors of lanes, then one by one) */
+    const int64_t nv = b->nw;
     int64_t idle = nl;
     int rc = NH_OK;
 
@@ -250,7 +301,7 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
                 if (b->active[j % nl]) w.g0[j] = w.g1[j];
         }
         /* Outputs inside the steps from the series, then the new states. */
-        idle = nl - nv; /* padding slots beyond the vectors in use: always idle */
+        idle = nl - nv; /* padding slots: always idle */
         for (int64_t l = 0; l < nv; ++l) {
             if (!b->active[l]) {
                 ++idle;
