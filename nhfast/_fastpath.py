@@ -22,7 +22,7 @@ from nhfast._cache import memo, peek
 from nhfast.events import DomainWatch, domain_watch, event_kernel
 from nhfast.vectorfield import VectorField
 
-__all__ = ["CallPlan", "call_plan", "taylor_kernel"]
+__all__ = ["CallPlan", "call_plan", "taylor_kernel", "taylor_order"]
 
 _FLOAT = np.dtype(float)
 _all = np.logical_and.reduce
@@ -49,7 +49,7 @@ class CallPlan:
         self.domain = bool(getattr(system, "domain", None))
         self._system_domain = list(system.domain.values()) if self.domain else []
         self._domain_kernel: tuple[Any, Any] | None = None
-        self._taylor: tuple[Any, Any] | None = None
+        self._taylor: dict[int, tuple[Any, Any]] = {}
         self._watch: tuple[DomainWatch | None] | None = None
         self._rhs: dict[tuple[str, ...], tuple[Any, Any, Any, int]] = {}
         # weakly: the plan lives in the system's memo, which must not keep the system alive
@@ -70,11 +70,13 @@ class CallPlan:
             got = self._rhs[wanted] = self._owner().compile(wanted).integrator_rhs()
         return got
 
-    def taylor_kernel(self) -> tuple[Any, Any]:
-        """(capsule, ctx) of the system's Taylor kernel (``system.compile_taylor()``)."""
-        if self._taylor is None:
-            self._taylor = taylor_kernel(self._owner())
-        return self._taylor
+    def taylor_kernel(self, order: int) -> tuple[Any, Any]:
+        """(capsule, ctx) of the system's Taylor kernel for ``order`` (see
+        :func:`taylor_kernel`)."""
+        got = self._taylor.get(order)
+        if got is None:
+            got = self._taylor[order] = taylor_kernel(self._owner(), order)
+        return got
 
     def domain_watch(self) -> DomainWatch | None:
         """The domain's conditions as terminal events, without the user's (see
@@ -157,12 +159,23 @@ class CallPlan:
         return _core.all_positive_rows(cap, ctx, m, t, y[0], par[0])
 
 
-def taylor_kernel(system: VectorField) -> tuple[Any, Any]:
-    """(capsule, ctx) of the system's Taylor kernel (``system.compile_taylor()``)."""
+def taylor_order(order: int, rtol: float, atol: float) -> int:
+    """The order the core's Taylor method runs at: ``order`` if positive, else from the
+    tolerance as in ``csrc/taylor.c`` (heyoka's rule ``ceil(-ln(eps) / 2 + 1)``, ``eps =
+    min(rtol, atol)``, clamped to ``[2, NH_TAYLOR_MAX_ORDER]``)."""
+    if order > 0:
+        return order
+    p = math.ceil(-0.5 * math.log(min(rtol, atol)) + 1.0)
+    return min(max(p, 2), _core.TAYLOR_MAX_ORDER)
+
+
+def taylor_kernel(system: VectorField, order: int | None = None) -> tuple[Any, Any]:
+    """(capsule, ctx) of the system's Taylor kernel (``system.compile_taylor(order)``: with a
+    pass unrolled for ``order`` where that pays); its ``nh_taylor`` takes any order."""
     compile_taylor = getattr(system, "compile_taylor", None)
     if compile_taylor is None:
         raise TypeError(f"method='taylor': {type(system).__name__} has no Taylor kernels")
-    return compile_taylor().kernels["taylor"]
+    return (compile_taylor() if order is None else compile_taylor(order)).kernels["taylor"]
 
 
 def call_plan(system: VectorField) -> CallPlan | None:

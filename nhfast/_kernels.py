@@ -628,14 +628,14 @@ def load_compiled(
     return cs
 
 
-def compile_taylor(code: Code, name: str = "system") -> CompiledSystem:
+def compile_taylor(code: Code, name: str = "system", order: int | None = None) -> CompiledSystem:
     """Generate, compile (or fetch from the cache) and load the Taylor kernel of ``code``.
 
     The kernel (``nh_taylor``, see :func:`nhfast.codegen.generate_taylor_c`) gives the
     normalised Taylor coefficients of the solution to any order up to
     ``NH_TAYLOR_MAX_ORDER``; ``method="taylor"`` of :func:`nhfast.integrate` runs on it. Its
-    source is cached under a hash of the ``rhs`` (and solves) of ``code`` and the generator,
-    the library under the hash of the source, as for :func:`compile_kernels`.
+    source is cached under a hash of the ``rhs`` (and solves) of ``code``, the generator and
+    ``order``, the library under the hash of the source, as for :func:`compile_kernels`.
 
     Parameters
     ----------
@@ -643,6 +643,9 @@ def compile_taylor(code: Code, name: str = "system") -> CompiledSystem:
         The system (its ``rhs`` family or output is expanded).
     name : str
         The system's name, written into the source's banner.
+    order : int, optional
+        Also a pass unrolled for this order (faster there for a small right-hand side; see
+        :func:`nhfast.codegen.unroll_pays`); any other order runs the general pass.
 
     Returns
     -------
@@ -667,7 +670,8 @@ def compile_taylor(code: Code, name: str = "system") -> CompiledSystem:
     shape = _shape(code)
     t0 = time.perf_counter()
     h = hashlib.sha256()
-    for part in ("nhfast-taylor", _generator_fingerprint(), repr(str(name)), taylor_digest(code)):
+    parts = ("nhfast-taylor", _generator_fingerprint(), repr(str(name)), taylor_digest(code))
+    for part in (*parts, f"order={order}"):
         h.update(part.encode())
         h.update(b"\0")
     key = h.hexdigest()
@@ -675,12 +679,14 @@ def compile_taylor(code: Code, name: str = "system") -> CompiledSystem:
     generated = source is None
     if source is None:
         with _progress.stage(f"generating the Taylor kernel of {name!r}"):
-            source = generate_taylor_c(code, provenance={"system": name})
+            source = generate_taylor_c(code, provenance={"system": name}, order=order)
         _jit.store_source(key, source, {"system": str(name), "n_state": shape["n_state"]})
     timings = {"generate": time.perf_counter() - t0}
     t1 = time.perf_counter()
+    fixed = "" if order is None else f" unrolled for order {order}"
     lib, hit = _jit.build(
-        source, label=f"compiling the Taylor kernel of {name!r} ({len(source) // 1000} kB)"
+        source,
+        label=f"compiling the Taylor kernel of {name!r}{fixed} ({len(source) // 1000} kB)",
     )
     timings["compile"] = time.perf_counter() - t1
     expect = (shape["n_state"], len(shape["params"]), 0, _core.HAS["taylor"], 0)

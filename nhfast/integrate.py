@@ -11,7 +11,7 @@ import numpy as np
 
 from nhfast import _abi
 from nhfast._cache import memo
-from nhfast._fastpath import call_plan, taylor_kernel
+from nhfast._fastpath import call_plan, taylor_kernel, taylor_order
 from nhfast._kernels import InputChecks
 from nhfast._validate import (
     output_times,
@@ -415,7 +415,8 @@ def integrate(
     tcap = derive = None
     nderived = 0
     if taylor:
-        tcap, ctx = taylor_kernel(system) if plan is None else plan.taylor_kernel()
+        p = taylor_order(torder, rtol, atol)
+        tcap, ctx = taylor_kernel(system, p) if plan is None else plan.taylor_kernel(p)
         cap = None
     else:
         cap, ctx, derive, nderived = (

@@ -25,7 +25,14 @@ from nhfast._kernels import (
     load_compiled,
     recipe_key,
 )
-from nhfast.codegen import DerivSpec, IndexedProgram, KernelSet, SolveSpec, kernel_set_digest
+from nhfast.codegen import (
+    DerivSpec,
+    IndexedProgram,
+    KernelSet,
+    SolveSpec,
+    kernel_set_digest,
+    unroll_pays,
+)
 from nhfast.codegen.numpy_backend import numpy_rows
 from nhfast.errors import CompilationError
 
@@ -697,13 +704,21 @@ class VectorField:
             )
         return built.setdefault(wanted, cs)
 
-    def compile_taylor(self) -> CompiledSystem:
+    def compile_taylor(self, order: int | None = None) -> CompiledSystem:
         """Generate, compile (or fetch from the cache) and load the Taylor kernel.
 
         The kernel gives the normalised Taylor coefficients of the solution through a state,
         from recurrences generated for the right-hand side's elementary operations (see
         :func:`nhfast.codegen.generate_taylor_c`); ``nhfast.integrate(...,
         method="taylor")`` uses it. Kept for the life of the field.
+
+        Parameters
+        ----------
+        order : int, optional
+            The order the integrator will ask for. For a small right-hand side (see
+            :func:`nhfast.codegen.unroll_pays`) the kernel then also has a pass unrolled for
+            that order, one library per order; otherwise, and without ``order``, the general
+            kernel (any order).
 
         Returns
         -------
@@ -715,7 +730,14 @@ class VectorField:
         ValueError
             If the right-hand side uses a function the Taylor method cannot expand.
         """
-        return memo(self, "taylor", lambda: compile_taylor(self._taylor_code(), self.name))
+        general = memo(self, "taylor", lambda: compile_taylor(self._taylor_code(), self.name))
+        if order is None or not unroll_pays(general.source, order):
+            return general
+        return memo(
+            self,
+            ("taylor", order),
+            lambda: compile_taylor(self._taylor_code(), self.name, order=order),
+        )
 
     def _taylor_code(self) -> KernelSet | IndexedProgram:
         """What the Taylor kernel expands: the right-hand side and its solves."""

@@ -17,7 +17,7 @@ from nhfast.codegen.numpy_backend import (
     structured_numpy_kernels,
 )
 from nhfast.codegen.structured import UNROLL_MAX_N, generate_structured_c, program_digest
-from nhfast.codegen.taylor import generate_taylor_c, taylor_digest
+from nhfast.codegen.taylor import generate_taylor_c, taylor_digest, unroll_pays
 
 __all__ = [
     "UNROLL_MAX_N",
@@ -37,4 +37,5 @@ __all__ = [
     "program_digest",
     "structured_numpy_kernels",
     "taylor_digest",
+    "unroll_pays",
 ]

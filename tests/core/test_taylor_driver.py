@@ -313,7 +313,7 @@ def oscillator_field(osc, monkeypatch):
         backend="c", kernels={"taylor": (osc[0], None)}, n_out={"taylor": 2}, n_state=2,
         params=(w,), flags=_abi.HAS["taylor"],
     )  # fmt: skip
-    monkeypatch.setattr(type(field), "compile_taylor", lambda self: cs, raising=False)
+    monkeypatch.setattr(type(field), "compile_taylor", lambda self, order=None: cs, raising=False)
     return field
 
 

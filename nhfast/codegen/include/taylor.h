@@ -11,6 +11,11 @@
  * nht_mul_1, nht_mul_v, ...
  * Every lane's arithmetic is its own and in a fixed order, with no contraction into FMA
  * (-std=c99), so a lane's results do not depend on the pass it ran in.
+ *
+ * A kernel generated for one fixed order (NHT_FIXED_ORDER defined before this header) also
+ * gets the recurrences with every loop over the orders unrolled (nht_mul_1u, nht_mul_vu, ...):
+ * its pass for that order is straight-line code with constant offsets. Unrolling changes no
+ * operation and no order of operations, so the results are those of the general pass.
  */
 #ifndef NH_TAYLOR_H
 #define NH_TAYLOR_H
@@ -31,11 +36,21 @@
 #define NHT_SMALL static inline
 #endif
 
+#define NHT_UNROLL
 #define NHT_T double
 #define NHT(f) f##_1
 #define NHT_LANES 1
 #define NHT_ZERO 0.0
 #include "taylor_ops.h"
+#ifdef NHT_FIXED_ORDER
+#undef NHT
+#undef NHT_UNROLL
+#define NHT_UNROLL _Pragma("GCC unroll 64")
+#define NHT(f) f##_1u
+#include "taylor_ops.h"
+#undef NHT_UNROLL
+#define NHT_UNROLL
+#endif
 #undef NHT_T
 #undef NHT
 #undef NHT_LANES
@@ -60,6 +75,15 @@ typedef double nht_vw __attribute__((vector_size(NHT_VW * sizeof(double))));
 #define NHT_LANES NHT_VW
 #define NHT_ZERO ((nht_vw){0.0})
 #include "taylor_ops.h"
+#ifdef NHT_FIXED_ORDER
+#undef NHT
+#undef NHT_UNROLL
+#define NHT_UNROLL _Pragma("GCC unroll 64")
+#define NHT(f) f##_vu
+#include "taylor_ops.h"
+#undef NHT_UNROLL
+#define NHT_UNROLL
+#endif
 #undef NHT_T
 #undef NHT
 #undef NHT_LANES

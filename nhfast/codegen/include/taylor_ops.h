@@ -3,6 +3,10 @@
  * included by taylor.h once per type, with NHT_T (the lane type: double, or a vector of 8
  * doubles), NHT(f) (the name of f for that type) and NHT_LANES defined. No include guard.
  *
+ * NHT_UNROLL precedes every loop over the orders j of a convolution: empty in the kernels'
+ * general passes, a request to unroll completely in a pass for one fixed order (there every
+ * trip count is a constant; see taylor.h).
+ *
  * Coefficient j of component i of an operand a lives at a.p[j*a.js + i*a.is] (an NHT_T: the
  * lanes of a pass); outputs are work variables, o[j*ojs + i]. Constants have no higher
  * coefficients: only the *c* forms and the flags below read them, and only their value.
@@ -48,7 +52,7 @@ NHT_SMALL NHT_T NHT(nht_dot2)(NHT(nht_in) a, NHT(nht_in) b, int64_t m, int64_t j
                                   int64_t j1, int64_t i) {
     NHT_T e = NHT_ZERO, d = NHT_ZERO;
     int64_t j = j0;
-    for (; j + 1 <= j1; j += 2) {
+    NHT_UNROLL for (; j + 1 <= j1; j += 2) {
         e += NHT_ROW(a, j, i)[0] * NHT_ROW(b, m - j, i)[0];
         d += NHT_ROW(a, j + 1, i)[0] * NHT_ROW(b, m - j - 1, i)[0];
     }
@@ -92,7 +96,7 @@ NHT_SMALL void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
     }
     NHT_T *ok = o + k * ojs;
     for (int64_t i = 0; i < nc; ++i) ok[i] = NHT_ROW(a, 0, i)[0] * NHT_ROW(b, k, i)[0];
-    for (int64_t j = 1; j <= k; ++j)
+    NHT_UNROLL for (int64_t j = 1; j <= k; ++j)
         for (int64_t i = 0; i < nc; ++i) ok[i] += NHT_ROW(a, j, i)[0] * NHT_ROW(b, k - j, i)[0];
 }
 
@@ -104,7 +108,7 @@ NHT_SMALL void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT
         return;
     }
     NHT_T *ok = o + k * ojs;
-    for (int64_t j = j0; j <= k; ++j)
+    NHT_UNROLL for (int64_t j = j0; j <= k; ++j)
         for (int64_t i = 0; i < nc; ++i) ok[i] -= NHT_ROW(a, j, i)[0] * NHT_ROW(b, k - j, i)[0];
 }
 
@@ -116,7 +120,7 @@ NHT_SMALL void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
     }
     NHT_T *ok = o + k * ojs;
     for (int64_t i = 0; i < nc; ++i) ok[i] = NHT_ZERO;
-    for (int64_t j = 0; 2 * j < k; ++j)
+    NHT_UNROLL for (int64_t j = 0; 2 * j < k; ++j)
         for (int64_t i = 0; i < nc; ++i) ok[i] += NHT_ROW(a, j, i)[0] * NHT_ROW(a, k - j, i)[0];
     for (int64_t i = 0; i < nc; ++i) ok[i] = 2.0 * ok[i];
     if (k % 2 == 0)
@@ -133,7 +137,7 @@ NHT_SMALL void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
     NHT_T *ok = o + k * ojs;
     for (int64_t i = 0; i < nc; ++i)
         ok[i] = a_const ? (k == 0 ? a.p[i * a.is] : NHT_ZERO) : NHT_ROW(a, k, i)[0];
-    for (int64_t j = 1; j <= k; ++j)
+    NHT_UNROLL for (int64_t j = 1; j <= k; ++j)
         for (int64_t i = 0; i < nc; ++i) ok[i] -= NHT_ROW(b, j, i)[0] * o[(k - j) * ojs + i];
     for (int64_t i = 0; i < nc; ++i) ok[i] = ok[i] / NHT_ROW(b, 0, i)[0];
 }
@@ -154,7 +158,7 @@ NHT_SMALL void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
         NHT_T s0 = NHT_A(a, 0, i) * NHT_A(b, k, i), s1 = NHT_A(a, 0, i + 1) * NHT_A(b, k, i + 1);
         NHT_T s2 = NHT_A(a, 0, i + 2) * NHT_A(b, k, i + 2);
         NHT_T s3 = NHT_A(a, 0, i + 3) * NHT_A(b, k, i + 3);
-        for (int64_t j = 1; j <= k; ++j) {
+        NHT_UNROLL for (int64_t j = 1; j <= k; ++j) {
             s0 += NHT_A(a, j, i) * NHT_A(b, k - j, i);
             s1 += NHT_A(a, j, i + 1) * NHT_A(b, k - j, i + 1);
             s2 += NHT_A(a, j, i + 2) * NHT_A(b, k - j, i + 2);
@@ -167,7 +171,7 @@ NHT_SMALL void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
     }
     for (; i < nc; ++i) {
         NHT_T s = NHT_A(a, 0, i) * NHT_A(b, k, i);
-        for (int64_t j = 1; j <= k; ++j) s += NHT_A(a, j, i) * NHT_A(b, k - j, i);
+        NHT_UNROLL for (int64_t j = 1; j <= k; ++j) s += NHT_A(a, j, i) * NHT_A(b, k - j, i);
         o[k * ojs + i] = s;
     }
 }
@@ -182,7 +186,7 @@ NHT_SMALL void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT
     for (; i + 4 <= nc; i += 4) {
         NHT_T s0 = o[k * ojs + i], s1 = o[k * ojs + i + 1];
         NHT_T s2 = o[k * ojs + i + 2], s3 = o[k * ojs + i + 3];
-        for (int64_t j = j0; j <= k; ++j) {
+        NHT_UNROLL for (int64_t j = j0; j <= k; ++j) {
             s0 -= NHT_A(a, j, i) * NHT_A(b, k - j, i);
             s1 -= NHT_A(a, j, i + 1) * NHT_A(b, k - j, i + 1);
             s2 -= NHT_A(a, j, i + 2) * NHT_A(b, k - j, i + 2);
@@ -195,7 +199,7 @@ NHT_SMALL void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT
     }
     for (; i < nc; ++i) {
         NHT_T s = o[k * ojs + i];
-        for (int64_t j = j0; j <= k; ++j) s -= NHT_A(a, j, i) * NHT_A(b, k - j, i);
+        NHT_UNROLL for (int64_t j = j0; j <= k; ++j) s -= NHT_A(a, j, i) * NHT_A(b, k - j, i);
         o[k * ojs + i] = s;
     }
 }
@@ -208,7 +212,7 @@ NHT_SMALL void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
     int64_t i = 0;
     for (; i + 4 <= nc; i += 4) {
         NHT_T s0 = NHT_ZERO, s1 = NHT_ZERO, s2 = NHT_ZERO, s3 = NHT_ZERO;
-        for (int64_t j = 0; 2 * j < k; ++j) {
+        NHT_UNROLL for (int64_t j = 0; 2 * j < k; ++j) {
             s0 += NHT_A(a, j, i) * NHT_A(a, k - j, i);
             s1 += NHT_A(a, j, i + 1) * NHT_A(a, k - j, i + 1);
             s2 += NHT_A(a, j, i + 2) * NHT_A(a, k - j, i + 2);
@@ -232,7 +236,7 @@ NHT_SMALL void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
     }
     for (; i < nc; ++i) {
         NHT_T s = NHT_ZERO;
-        for (int64_t j = 0; 2 * j < k; ++j) s += NHT_A(a, j, i) * NHT_A(a, k - j, i);
+        NHT_UNROLL for (int64_t j = 0; 2 * j < k; ++j) s += NHT_A(a, j, i) * NHT_A(a, k - j, i);
         s = 2.0 * s;
         if (k % 2 == 0) s += NHT_A(a, k / 2, i) * NHT_A(a, k / 2, i);
         o[k * ojs + i] = s;
@@ -250,7 +254,7 @@ NHT_SMALL void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
         NHT_T s[4];
         for (int c = 0; c < 4; ++c)
             s[c] = a_const ? (k == 0 ? a.p[(i + c) * a.is] : NHT_ZERO) : NHT_A(a, k, i + c);
-        for (int64_t j = 1; j <= k; ++j) {
+        NHT_UNROLL for (int64_t j = 1; j <= k; ++j) {
             const NHT_T *ok = o + (k - j) * ojs + i;
             s[0] -= NHT_A(b, j, i) * ok[0];
             s[1] -= NHT_A(b, j, i + 1) * ok[1];
@@ -261,7 +265,7 @@ NHT_SMALL void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
     }
     for (; i < nc; ++i) {
         NHT_T s = a_const ? (k == 0 ? a.p[i * a.is] : NHT_ZERO) : NHT_A(a, k, i);
-        for (int64_t j = 1; j <= k; ++j) s -= NHT_A(b, j, i) * o[(k - j) * ojs + i];
+        NHT_UNROLL for (int64_t j = 1; j <= k; ++j) s -= NHT_A(b, j, i) * o[(k - j) * ojs + i];
         o[k * ojs + i] = s / NHT_A(b, 0, i);
     }
 }
@@ -279,7 +283,7 @@ NHT_SMALL void NHT(nht_pow)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
             continue;
         }
         NHT_T s = NHT_ZERO;
-        for (int64_t j = 0; j < k; ++j)
+        NHT_UNROLL for (int64_t j = 0; j < k; ++j)
             s += (alpha * (double)(k - j) - (double)j) * NHT_ROW(a, k - j, i)[0] * o[j * ojs + i];
         o[k * ojs + i] = s / ((double)k * NHT_ROW(a, 0, i)[0]);
     }
@@ -295,7 +299,7 @@ NHT_SMALL void NHT(nht_sqrt)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(n
             continue;
         }
         NHT_T s = NHT_ZERO;
-        for (int64_t j = 1; 2 * j < k; ++j) s += o[j * ojs + i] * o[(k - j) * ojs + i];
+        NHT_UNROLL for (int64_t j = 1; 2 * j < k; ++j) s += o[j * ojs + i] * o[(k - j) * ojs + i];
         s = 2.0 * s;
         if (k % 2 == 0) s += o[(k / 2) * ojs + i] * o[(k / 2) * ojs + i];
         o[k * ojs + i] = (NHT_ROW(a, k, i)[0] - s) / (2.0 * o[i]);
@@ -309,7 +313,7 @@ NHT_SMALL void NHT(nht_chain)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(
                                   NHT(nht_in) e, double s) {
     NHT_T *ok = o + k * ojs;
     for (int64_t i = 0; i < nc; ++i) ok[i] = NHT_ROW(a, 1, i)[0] * NHT_ROW(e, k - 1, i)[0];
-    for (int64_t j = 2; j <= k; ++j)
+    NHT_UNROLL for (int64_t j = 2; j <= k; ++j)
         for (int64_t i = 0; i < nc; ++i)
             ok[i] += (double)j * NHT_ROW(a, j, i)[0] * NHT_ROW(e, k - j, i)[0];
     for (int64_t i = 0; i < nc; ++i) ok[i] = (s / (double)k) * ok[i];
@@ -320,7 +324,7 @@ NHT_SMALL void NHT(nht_chain)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(
                                   NHT(nht_in) e, double s) {
     for (int64_t i = 0; i < nc; ++i) {
         NHT_T acc = NHT_ROW(a, 1, i)[0] * NHT_ROW(e, k - 1, i)[0];
-        for (int64_t j = 2; j <= k; ++j)
+        NHT_UNROLL for (int64_t j = 2; j <= k; ++j)
             acc += (double)j * NHT_ROW(a, j, i)[0] * NHT_ROW(e, k - j, i)[0];
         o[k * ojs + i] = (s / (double)k) * acc;
     }
@@ -337,7 +341,7 @@ NHT_SMALL void NHT(nht_log)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
             continue;
         }
         NHT_T s = NHT_ZERO;
-        for (int64_t j = 1; j < k; ++j) s += (double)j * o[j * ojs + i] * NHT_ROW(a, k - j, i)[0];
+        NHT_UNROLL for (int64_t j = 1; j < k; ++j) s += (double)j * o[j * ojs + i] * NHT_ROW(a, k - j, i)[0];
         o[k * ojs + i] = (NHT_ROW(a, k, i)[0] - (1.0 / (double)k) * s) / NHT_ROW(a, 0, i)[0];
     }
 }

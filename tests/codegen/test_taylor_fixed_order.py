@@ -1,0 +1,119 @@
+"""Taylor kernels with a pass unrolled for one order (``compile_taylor(order)``).
+
+The unrolled pass runs the same operations in the same order as the general one, so every
+trajectory must come out bit for bit the same, in the one-lane and the vector passes, and the
+library must still take any other order (through its general pass). Only small right-hand
+sides get one (``unroll_pays``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import nhfast as nh
+import nhfast.codegen.taylor as taylor_gen
+from nhfast import _abi, _core
+from nhfast._fastpath import taylor_order
+from nhfast.codegen import generate_taylor_c, unroll_pays
+from nhfast.codegen.taylor import unrolled_terms
+
+TOL = 1e-13  # order 16
+
+
+def henon_heiles(name: str) -> nh.VectorField:
+    x, y, px, py = sp.symbols("x y p_x p_y")
+    return nh.VectorField([x, y, px, py], [px, py, -x - 2 * x * y, -y - x**2 + y**2], name=name)
+
+
+def chain(k: int, name: str) -> nh.VectorField:
+    """An FPU-beta chain of k masses: a right-hand side too large to unroll."""
+    q, p = list(sp.symbols(f"q1:{k + 1}")), list(sp.symbols(f"p1:{k + 1}"))
+    ext = [sp.Integer(0), *q, sp.Integer(0)]
+    d = [ext[i + 1] - ext[i] for i in range(k + 1)]
+    f = [di + di**3 for di in d]
+    return nh.VectorField([*q, *p], [*p, *[f[i + 1] - f[i] for i in range(k)]], name=name)
+
+
+def states(lanes: int, seed: int = 3) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-0.3, 0.3, (lanes, 4))
+    return np.ascontiguousarray(x)
+
+
+def test_order_from_the_tolerance_matches_the_core():
+    """The order integrate compiles for is the one the core runs at (steps of x' = x at
+    several tolerances would differ otherwise; here the rule itself, against its formula)."""
+    for tol, p in [(1e-6, 8), (1e-9, 12), (1e-13, 16), (1e-15, 19), (1e-300, 100)]:
+        assert taylor_order(0, tol, 1.0) == p
+        assert taylor_order(0, 1.0, tol) == p
+    assert taylor_order(7, 1e-13, 1e-13) == 7
+    assert taylor_order(0, 10.0, 10.0) == 2
+
+
+def test_unroll_pays_for_small_right_hand_sides_only():
+    small = generate_taylor_c(henon_heiles("hh small").kernel_set(()))
+    large = generate_taylor_c(chain(12, "chain 12").kernel_set(()))
+    assert unroll_pays(small, 16)
+    assert not unroll_pays(large, 16)
+    assert unrolled_terms(small, 16) < unrolled_terms(small, 20) < unrolled_terms(large, 16)
+    assert unrolled_terms("/* no record */", 4) == float("inf")
+
+
+@pytest.mark.parametrize("lanes", [1, 3, 13])
+def test_unrolled_pass_is_bit_identical(monkeypatch, lanes):
+    x0, t = states(lanes), np.linspace(0.0, 20.0, 7)
+    unrolled = henon_heiles(f"hh unrolled {lanes}")
+    cs = unrolled.compile_taylor(16)
+    assert cs is not unrolled.compile_taylor()
+    assert "nht_pass_vu(" in cs.source and "nht_pass_1u(" in cs.source
+    a = nh.integrate(unrolled, x0, t, method="taylor", rtol=TOL, atol=TOL, observables=False)
+    monkeypatch.setattr(taylor_gen, "UNROLL_TERMS", 0)
+    general = henon_heiles(f"hh general {lanes}")
+    assert general.compile_taylor(16) is general.compile_taylor()
+    b = nh.integrate(general, x0, t, method="taylor", rtol=TOL, atol=TOL, observables=False)
+    assert a.success and b.success
+    assert np.array_equal(a.y, b.y)
+    assert np.array_equal(a.stats["steps"], b.stats["steps"])
+
+
+def _core_run(cap, x0, t_end, order):
+    x0 = np.ascontiguousarray(x0)
+    ntraj, n = x0.shape
+    t = np.array([0.0, t_end])
+    y = np.empty((ntraj, 2, n))
+    status = np.zeros(ntraj, dtype=np.int32)
+    stats = np.zeros((ntraj, _core.NSTATS), dtype=np.int64)
+    _core.integrate_batch(
+        None, None, n, 0, 0, _abi.METHODS["taylor"], t, x0, np.zeros((1, 0)), y, status, stats,
+        1e-12, 1e-12, 0.0, 0.0, 10**6, 1e-14, 100, 1, 64, taylor=cap, order=order,
+    )  # fmt: skip
+    assert not status.any()
+    return y
+
+
+@pytest.mark.parametrize("order", [5, 16, 21])
+def test_a_fixed_order_library_takes_any_order(order):
+    field = henon_heiles("hh any order")
+    fixed = field.compile_taylor(16).kernels["taylor"][0]
+    general = field.compile_taylor().kernels["taylor"][0]
+    x0 = states(11, seed=5)
+    assert np.array_equal(_core_run(fixed, x0, 3.0, order), _core_run(general, x0, 3.0, order))
+
+
+def test_one_lane_pass_unrolled_only_when_small(monkeypatch):
+    monkeypatch.setattr(taylor_gen, "UNROLL_TERMS_ONE_LANE", 0)
+    src = generate_taylor_c(henon_heiles("hh vector only").kernel_set(()), order=16)
+    assert "nht_pass_vu(" in src and "nht_pass_1u(" not in src
+
+
+def test_large_right_hand_side_gets_the_general_kernel():
+    field = chain(12, "chain general")
+    assert field.compile_taylor(16) is field.compile_taylor()
+
+
+@pytest.mark.parametrize("order", [0, 101, True, 2.0])
+def test_generate_rejects_a_bad_order(order):
+    with pytest.raises(ValueError, match="order"):
+        generate_taylor_c(henon_heiles("hh bad order").kernel_set(()), order=order)
