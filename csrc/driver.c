@@ -61,6 +61,7 @@ int nh_integrate_block_ex(const nh_system *sys, const nh_options *opt, const dou
     if (opt->method == NH_LEAPFROG && (sys->split <= 0 || sys->split >= sys->n)) return NH_ERR_ARG;
 
     const int64_t n = sys->n;
+    if (taylor) width = nh_taylor_width(opt, n, width);
     const int64_t w = count < width ? count : width;
     if (w > NH_MAX_ELEMS) return NH_ERR_SIZE;
     const int64_t nl = (w + NH_CHUNK - 1) / NH_CHUNK * NH_CHUNK;
