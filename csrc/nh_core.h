@@ -146,7 +146,8 @@ typedef struct nh_block nh_block;
 int nh_run_adaptive(nh_block *b);
 int nh_run_fixed(nh_block *b);
 int nh_run_taylor(nh_block *b);
-/* Lane slots of a Taylor block for a requested width (taylor.c): its series fits in cache. */
-int64_t nh_taylor_width(const nh_options *o, int64_t n, int64_t width);
+/* Doubles per lane slot of a scheme's block-wide work (see nh_block_width in driver.c). */
+int64_t nh_taylor_work(const nh_options *o, int64_t n);
+int64_t nh_adaptive_work(int method, int64_t n, int dense);
 
 #endif /* NH_CORE_H */

@@ -204,6 +204,13 @@ static void dense_cb(const nh_block *b, const void *ctx, int64_t l, double th, d
     dense_at(b, (double *const *)ctx, l, th, out, stride);
 }
 
+/* Doubles per lane slot of the block-wide work of DOPRI5 / DOP853 (stages, states; the
+ * continuous extension's with dense), for the block's width (nh_block_width). */
+int64_t nh_adaptive_work(int method, int64_t n, int dense) {
+    const int64_t s = method == NH_DOPRI5 ? DP5_S : DOP853_S;
+    return (s + 3 + (dense && method == NH_DOP853 ? 10 : 0)) * n;
+}
+
 NH_CLONES int nh_run_adaptive(nh_block *b) {
     const nh_options *o = b->opt;
     const int dp5 = o->method == NH_DOPRI5;

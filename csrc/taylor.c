@@ -19,19 +19,11 @@ static int64_t order_from_tol(double rtol, double atol) {
     return (int64_t)p;
 }
 
-/* Lane slots of a Taylor block: at most `width`, and few enough that the block's series,
- * (p + 1) n doubles per slot, stays within NH_TAYLOR_BLOCK_BYTES (in the second-level cache
- * while Horner's rule and the step sizes read back what the kernel wrote), but one chunk at
- * least. Measured, 1000 trajectories at tol 1e-13 (order 16), blocks of 8 against 64: FPU
- * chain of 64 states 1243 -> 1037 ns per trajectory-step, Veselova n = 16 (32 states)
- * 10.1 -> 8.3 ms; Henon-Heiles (4 states) keeps 64. */
-#define NH_TAYLOR_BLOCK_BYTES (48 * 1024)
-int64_t nh_taylor_width(const nh_options *o, int64_t n, int64_t width) {
+/* Doubles per lane slot of the block-wide work of the Taylor method (the series and the new
+ * states), for the block's width (nh_block_width). */
+int64_t nh_taylor_work(const nh_options *o, int64_t n) {
     const int64_t p = o->order > 0 ? o->order : order_from_tol(o->rtol, o->atol);
-    const double per_slot = (double)(p + 1) * (double)n * (double)sizeof(double);
-    const double fit = floor((double)NH_TAYLOR_BLOCK_BYTES / per_slot / NH_CHUNK) * NH_CHUNK;
-    const int64_t most = fit < (double)NH_CHUNK ? NH_CHUNK : (int64_t)NH_MIN(fit, 1e9);
-    return width < most ? width : most;
+    return (p + 2) * n;
 }
 
 /* The series of a block: coef[(k * n + i) * nl + l], k <= p; hu: the step of each lane. */

@@ -271,9 +271,9 @@ def integrate(
         If True, failed trajectories give an ``IntegrationWarning`` and NaN rows instead of
         an ``IntegrationError``.
     block : int
-        Lanes per block (the unit of vectorisation and of threading). ``"taylor"`` takes at
-        most as many as keep a block's series, ``(order + 1) * n_state`` values per lane,
-        within 48 kB (one chunk of 8 lanes at least); results do not depend on it.
+        Lanes per block (the unit of vectorisation and of threading): at most, since a block
+        takes no more than keep its work (stages or Taylor series) within 64 kB, one chunk of
+        8 lanes at least; results do not depend on it.
     stiffness_check : bool
         Adaptive methods: stop a trajectory that becomes stiff (status ``"stiff"``) instead
         of letting it creep to ``max_steps``. Hairer's test (DOP853/DOPRI5 codes; Hairer &
