@@ -165,6 +165,119 @@ NH_INLINE void norm_inf(const double *restrict v, int64_t n, int64_t nl, int64_t
     }
 }
 
+#if NH_HAVE_VEC
+/* NH_VW doubles read one by one into a vector. */
+NH_INLINE nh_vec nh_ld_each(const double *p) {
+    nh_vec v;
+    for (int c = 0; c < NH_VW; ++c) v[c] = p[c];
+    return v;
+}
+
+/* Natural logarithm of NH_VW positive finite values, about 1e-15 absolute: x = m 2^e with m in
+ * [sqrt(1/2), sqrt(2)), log m = 2 atanh(s), s = (m - 1)/(m + 1), |s| < 0.172, by its series to
+ * s^15. Zero and subnormals give about -709 (enough: they only make a step long). Branch-free
+ * vector code: the step sizes of a block cost no calls into libm (one log and one exp per
+ * lane and step there were 15 % of a Henon-Heiles batch). */
+NH_INLINE nh_vec nh_vlog(nh_vec x) {
+    const nh_ivec u = (nh_ivec)x;
+    const nh_ivec frac = u & nh_isplat(0x000fffffffffffffLL);
+    nh_ivec eb = (u >> 52) & nh_isplat(0x7ff);
+    nh_vec m = (nh_vec)(frac | nh_isplat(0x3ff0000000000000LL)); /* [1, 2) */
+    const nh_ivec big = m > nh_splat(1.4142135623730951);        /* -1 where true */
+    m = (nh_vec)(((nh_ivec)(m * nh_splat(0.5)) & big) | ((nh_ivec)m & ~big));
+    eb = eb - big;
+    /* the exponent as a double: 2^52 + eb has eb in its low bits */
+    const nh_vec e = (nh_vec)(eb | nh_isplat(0x4330000000000000LL)) - nh_splat(4503599627370496.0 + 1023.0);
+    const nh_vec s = (m - nh_splat(1.0)) / (m + nh_splat(1.0)), s2 = s * s, s4 = s2 * s2;
+    const nh_vec s8 = s4 * s4;
+    /* 2 (1 + s2/3 + ... + s2^7/15) by Estrin's scheme (a short chain: one lane's step waits
+     * on it); the first term left out, 2 s^17/17, is below 1e-13 */
+    const nh_vec q01 = nh_splat(2.0) + nh_splat(2.0 / 3.0) * s2;
+    const nh_vec q23 = nh_splat(2.0 / 5.0) + nh_splat(2.0 / 7.0) * s2;
+    const nh_vec q45 = nh_splat(2.0 / 9.0) + nh_splat(2.0 / 11.0) * s2;
+    const nh_vec q67 = nh_splat(2.0 / 13.0) + nh_splat(2.0 / 15.0) * s2;
+    const nh_vec q = (q01 + q23 * s4) + (q45 + q67 * s4) * s8;
+    return e * nh_splat(0.6931471805599453) + s * q;
+}
+
+/* exp of NH_VW values, relative error about 1e-13; below about -745 it gives 0 (or a
+ * subnormal), above about 709.8 infinity. y = (k + f) ln 2 with k an integer and |f| <= 1/2:
+ * exp(f ln 2) by its Taylor polynomial to degree 11, 2^k as two factors (|k| <= 1100 after
+ * clamping, each factor a normal number). NaN is never passed (its lanes fail first). */
+NH_INLINE nh_vec nh_vexp(nh_vec y) {
+    nh_vec t = y * nh_splat(1.4426950408889634);
+    const nh_ivec hi = t > nh_splat(1100.0), lo = t < nh_splat(-1100.0);
+    t = (nh_vec)(((nh_ivec)nh_splat(1100.0) & hi) | ((nh_ivec)nh_splat(-1100.0) & lo) |
+                 ((nh_ivec)t & ~(hi | lo)));
+    const nh_vec magic = nh_splat(6755399441055744.0); /* 1.5 2^52: rounds to an integer */
+    const nh_vec big = t + magic;
+    const nh_vec kf = big - magic;
+    const nh_ivec k = (nh_ivec)big - (nh_ivec)magic;
+    const nh_vec r = (t - kf) * nh_splat(0.6931471805599453); /* |r| <= 0.347 */
+    /* sum_{j <= 11} r^j / j! by Estrin's scheme */
+    const nh_vec r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
+    const nh_vec p01 = nh_splat(1.0) + r, p23 = nh_splat(0.5) + nh_splat(1.0 / 6.0) * r;
+    const nh_vec p45 = nh_splat(1.0 / 24.0) + nh_splat(1.0 / 120.0) * r;
+    const nh_vec p67 = nh_splat(1.0 / 720.0) + nh_splat(1.0 / 5040.0) * r;
+    const nh_vec p89 = nh_splat(1.0 / 40320.0) + nh_splat(1.0 / 362880.0) * r;
+    const nh_vec pab = nh_splat(1.0 / 3628800.0) + nh_splat(1.0 / 39916800.0) * r;
+    const nh_vec q = (p01 + p23 * r2) + (p45 + p67 * r2) * r4 + (p89 + pab * r2) * r8;
+    const nh_ivec k1 = k >> 1, k2 = k - k1;
+    const nh_vec f1 = (nh_vec)((k1 + nh_isplat(1023)) << 52);
+    const nh_vec f2 = (nh_vec)((k2 + nh_isplat(1023)) << 52);
+    return q * f1 * f2;
+}
+#endif
+
+/* Step sizes of Jorba & Zou for the lanes [0, nr) (nr: nv, the lanes in use, rounded up to
+ * a multiple of NH_VW; at most nl):
+ * h = fac min(r1, r2), r_k = (e s / |x^[k]|)^(1/k) with the norms nx (state), n1 (order
+ * p - 1; unused if !has1) and n2 (order p), s = nx (relative) or 1 (absolute: rtol nx <=
+ * atol), e = 1 with the order from the tolerance (the radius of convergence), else the
+ * tolerance, computed as exp of the smaller logarithm. Lanes whose norms are not finite get
+ * a meaningless h: the caller fails them first. Every lane has the same operations in the
+ * same order whichever vector it is in, so a lane's steps do not depend on the batch. */
+NH_INLINE void jz_steps(const double *restrict nx, const double *restrict n1,
+                        const double *restrict n2, int64_t nv, int64_t nr, double rtol, double atol,
+                        int tol_in_radius, double ip, double ip1, int has1, double fac,
+                        double *restrict h) {
+#if NH_HAVE_VEC
+    for (int64_t l0 = 0; l0 < nr; l0 += NH_VW) {
+        /* a vector of lanes that norm_inf wrote one by one is gathered element-wise (a
+         * vector load of single stores just made waits on store forwarding) */
+        const int whole = l0 + NH_VW <= nv;
+        const nh_vec x = whole ? nh_ld(nx + l0) : nh_ld_each(nx + l0);
+        const nh_vec d2 = whole ? nh_ld(n2 + l0) : nh_ld_each(n2 + l0);
+        const nh_ivec absolute = nh_splat(rtol) * x <= nh_splat(atol);
+        const nh_vec s = (nh_vec)(((nh_ivec)nh_splat(1.0) & absolute) | ((nh_ivec)x & ~absolute));
+        const nh_vec e = tol_in_radius ? (nh_vec)(((nh_ivec)nh_splat(atol) & absolute) |
+                                                  ((nh_ivec)nh_splat(rtol) & ~absolute))
+                                       : nh_splat(1.0);
+        /* independent logarithms (no division before them): one lane's step waits on the
+         * longest chain only */
+        const nh_vec les = nh_vlog(e * s);
+        const nh_vec a2 = (les - nh_vlog(d2)) * nh_splat(ip);
+        nh_vec a = a2;
+        if (has1) {
+            const nh_vec d1 = whole ? nh_ld(n1 + l0) : nh_ld_each(n1 + l0);
+            const nh_vec a1 = (les - nh_vlog(d1)) * nh_splat(ip1);
+            const nh_ivec first = a1 < a2;
+            a = (nh_vec)(((nh_ivec)a1 & first) | ((nh_ivec)a2 & ~first));
+        }
+        nh_st(h + l0, nh_vexp(a) * nh_splat(fac));
+    }
+#else
+    for (int64_t l = 0; l < nr; ++l) {
+        const int absolute = rtol * nx[l] <= atol;
+        const double s = absolute ? 1.0 : nx[l];
+        const double e = tol_in_radius ? (absolute ? atol : rtol) : 1.0;
+        const double a2 = log(e * s / n2[l]) * ip;
+        const double a1 = has1 ? log(e * s / n1[l]) * ip1 : INFINITY;
+        h[l] = exp(NH_MIN(a1, a2)) * fac;
+    }
+#endif
+}
+
 NH_CLONES int nh_run_taylor(nh_block *b) {
     const nh_options *o = b->opt;
     const int64_t n = b->n, nl = b->nl, m = n * nl;
@@ -195,13 +308,16 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
     }
     double *coef = buf, *xn = buf + (p + 1) * m;
     double *hu = xn + m, *told = hu + nl, *nx = told + nl, *n1 = nx + nl, *n2 = n1 + nl;
-    double *target = n2 + nl;
+    double *target = n2 + nl, *hjz = target + nl;
     unsigned char *hit = flags, *fin = flags + nl, *fresh = flags + 2 * nl;
     const tay_poly poly = {coef, p, hu};
     const int64_t pad = nl - b->nw; /* padding slots, always idle */
     /* lanes the block-wide loops cover: the slots in use (a small batch in a block of
      * NH_CHUNK slots does not pay for the padding; vectors of lanes, then one by one) */
     const int64_t nv = b->nw;
+    /* the step sizes run in whole vectors (within nl): lanes beyond nv get unused values */
+    const int64_t nr = NH_HAVE_VEC ? (nv + NH_VW - 1) / NH_VW * NH_VW : nv;
+    for (int64_t l = nv; l < nr; ++l) nx[l] = n1[l] = n2[l] = 1.0; /* benign: no subnormals */
     int64_t idle = nl;
     int rc = NH_OK;
 
@@ -238,6 +354,7 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
             norm_inf(b->x, n, nl, nv, nx);
             norm_inf(coef + p * m, n, nl, nv, n2);
             if (p > 1) norm_inf(coef + (p - 1) * m, n, nl, nv, n1);
+            jz_steps(nx, n1, n2, nv, nr, rtol, atol, o->order > 0, ip, ip1, p > 1, fac, hjz);
         }
         /* per-lane loops over the slots in use (nv): the others are never active */
         for (int64_t l = 0; l < nv; ++l) {
@@ -250,15 +367,7 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
                     nh_fail(b, l, NH_LANE_NONFINITE);
                     continue;
                 }
-                const int absolute = rtol * nx[l] <= atol;
-                const double s = absolute ? 1.0 : nx[l];
-                const double e = o->order > 0 ? (absolute ? atol : rtol) : 1.0;
-                /* min(r1, r2), r_k = (e s / |x^[k]|)^(1/k), as exp of the smaller logarithm:
-                 * three logarithms and one exponential cost less than two powers */
-                const double ls = log(e * s);
-                const double a2 = (ls - log(n2[l])) * ip;
-                const double a1 = p > 1 ? (ls - log(n1[l])) * ip1 : INFINITY;
-                h = exp(NH_MIN(a1, a2)) * fac;
+                h = hjz[l];
             }
             h = NH_MIN(h, hmax);
             target[l] = b->t_eval[b->nt - 1];
