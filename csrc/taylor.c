@@ -416,7 +416,14 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
             for (int64_t j = 0; j < nev * nl; ++j)
                 if (b->active[j % nl]) w.g0[j] = w.g1[j];
         }
-        /* Outputs inside the steps from the series, then the new states. */
+        /* The new states of the lanes still active, in one pass over the block (a copy per
+         * lane strides through the components), then the outputs inside the steps from the
+         * series. */
+        for (int64_t i = 0; i < n; ++i) {
+            double *restrict xi = b->x + i * nl;
+            const double *restrict ni = xn + i * nl;
+            for (int64_t l = 0; l < nv; ++l) xi[l] = b->active[l] ? ni[l] : xi[l];
+        }
         idle = nl - nv; /* padding slots: always idle */
         for (int64_t l = 0; l < nv; ++l) {
             if (!b->active[l]) {
@@ -432,7 +439,6 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
                             b->y + (b->gid[l] * b->nt + b->kout[l]) * n, 1);
                 b->kout[l] += 1;
             }
-            for (int64_t i = 0; i < n; ++i) b->x[i * nl + l] = xn[i * nl + l];
             if (st) { /* a terminal event ended the trajectory */
                 b->tl[l] = w.tstop[l];
                 for (int64_t k = b->kout[l]; k < b->nt; ++k) {
