@@ -85,8 +85,28 @@ NHT_SMALL void NHT(nht_div1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a, in
 }
 
 #if NHT_LANES == 1
-/* One lane: the components are contiguous doubles, so an operation's sums run over j outside
- * and its components inside (vectorised over the components). */
+/* One lane: the components are contiguous doubles. An operation's components go in blocks
+ * of 8, 4 and 1 whose sums stay in registers through the loop over j (a 512-bit register
+ * holds 8; accumulating in o itself stored and reloaded every sum, since o may alias the
+ * operands). The sums run over j in the same order as in the vector-lane forms below, so a
+ * lane gets the same bits in either pass. */
+#define NHT_A1(x, j, i) NHT_ROW(x, j, i)[0]
+/* components [i0, i0 + W) of o^[k] = s * sum_{j=j0..k} a^[j] b^[k-j] + init (W a constant) */
+NHT_SMALL void NHT(nht_conv_blk)(int64_t k, int64_t i0, int W, NHT_T *ok, NHT(nht_in) a,
+                                 NHT(nht_in) b, int64_t j0, int first_from_o) {
+    double acc[8];
+    if (first_from_o) {
+        for (int c = 0; c < W; ++c) acc[c] = ok[i0 + c];
+        NHT_UNROLL for (int64_t j = j0; j <= k; ++j)
+            for (int c = 0; c < W; ++c) acc[c] -= NHT_A1(a, j, i0 + c) * NHT_A1(b, k - j, i0 + c);
+    } else {
+        for (int c = 0; c < W; ++c) acc[c] = NHT_A1(a, 0, i0 + c) * NHT_A1(b, k, i0 + c);
+        NHT_UNROLL for (int64_t j = 1; j <= k; ++j)
+            for (int c = 0; c < W; ++c) acc[c] += NHT_A1(a, j, i0 + c) * NHT_A1(b, k - j, i0 + c);
+    }
+    for (int c = 0; c < W; ++c) ok[i0 + c] = acc[c];
+}
+
 /* o^[k] = sum_{j=0..k} a^[j] b^[k-j]. */
 NHT_SMALL void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                 NHT(nht_in) b) {
@@ -95,9 +115,10 @@ NHT_SMALL void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
         return;
     }
     NHT_T *ok = o + k * ojs;
-    for (int64_t i = 0; i < nc; ++i) ok[i] = NHT_ROW(a, 0, i)[0] * NHT_ROW(b, k, i)[0];
-    NHT_UNROLL for (int64_t j = 1; j <= k; ++j)
-        for (int64_t i = 0; i < nc; ++i) ok[i] += NHT_ROW(a, j, i)[0] * NHT_ROW(b, k - j, i)[0];
+    int64_t i = 0;
+    for (; i + 8 <= nc; i += 8) NHT(nht_conv_blk)(k, i, 8, ok, a, b, 0, 0);
+    for (; i + 4 <= nc; i += 4) NHT(nht_conv_blk)(k, i, 4, ok, a, b, 0, 0);
+    for (; i < nc; ++i) NHT(nht_conv_blk)(k, i, 1, ok, a, b, 0, 0);
 }
 
 /* o^[k] -= sum_{j=j0..k} a^[j] b^[k-j] (part of a product; j0 = 1 leaves out a^[0]). */
@@ -108,8 +129,22 @@ NHT_SMALL void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT
         return;
     }
     NHT_T *ok = o + k * ojs;
-    NHT_UNROLL for (int64_t j = j0; j <= k; ++j)
-        for (int64_t i = 0; i < nc; ++i) ok[i] -= NHT_ROW(a, j, i)[0] * NHT_ROW(b, k - j, i)[0];
+    int64_t i = 0;
+    for (; i + 8 <= nc; i += 8) NHT(nht_conv_blk)(k, i, 8, ok, a, b, j0, 1);
+    for (; i + 4 <= nc; i += 4) NHT(nht_conv_blk)(k, i, 4, ok, a, b, j0, 1);
+    for (; i < nc; ++i) NHT(nht_conv_blk)(k, i, 1, ok, a, b, j0, 1);
+}
+
+/* components [i0, i0 + W) of o^[k] = sum_{j=0..k} a^[j] a^[k-j], by symmetry */
+NHT_SMALL void NHT(nht_sqr_blk)(int64_t k, int64_t i0, int W, NHT_T *ok, NHT(nht_in) a) {
+    double acc[8];
+    for (int c = 0; c < W; ++c) acc[c] = NHT_ZERO;
+    NHT_UNROLL for (int64_t j = 0; 2 * j < k; ++j)
+        for (int c = 0; c < W; ++c) acc[c] += NHT_A1(a, j, i0 + c) * NHT_A1(a, k - j, i0 + c);
+    for (int c = 0; c < W; ++c) acc[c] = 2.0 * acc[c];
+    if (k % 2 == 0)
+        for (int c = 0; c < W; ++c) acc[c] += NHT_A1(a, k / 2, i0 + c) * NHT_A1(a, k / 2, i0 + c);
+    for (int c = 0; c < W; ++c) ok[i0 + c] = acc[c];
 }
 
 /* o^[k] = sum_{j=0..k} a^[j] a^[k-j], by symmetry. */
@@ -119,12 +154,21 @@ NHT_SMALL void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
         return;
     }
     NHT_T *ok = o + k * ojs;
-    for (int64_t i = 0; i < nc; ++i) ok[i] = NHT_ZERO;
-    NHT_UNROLL for (int64_t j = 0; 2 * j < k; ++j)
-        for (int64_t i = 0; i < nc; ++i) ok[i] += NHT_ROW(a, j, i)[0] * NHT_ROW(a, k - j, i)[0];
-    for (int64_t i = 0; i < nc; ++i) ok[i] = 2.0 * ok[i];
-    if (k % 2 == 0)
-        for (int64_t i = 0; i < nc; ++i) ok[i] += NHT_ROW(a, k / 2, i)[0] * NHT_ROW(a, k / 2, i)[0];
+    int64_t i = 0;
+    for (; i + 8 <= nc; i += 8) NHT(nht_sqr_blk)(k, i, 8, ok, a);
+    for (; i + 4 <= nc; i += 4) NHT(nht_sqr_blk)(k, i, 4, ok, a);
+    for (; i < nc; ++i) NHT(nht_sqr_blk)(k, i, 1, ok, a);
+}
+
+/* components [i0, i0 + W) of o = a / b */
+NHT_SMALL void NHT(nht_div_blk)(int64_t k, int64_t i0, int W, NHT_T *o, int64_t ojs,
+                                NHT(nht_in) a, int a_const, NHT(nht_in) b) {
+    double acc[8];
+    for (int c = 0; c < W; ++c)
+        acc[c] = a_const ? (k == 0 ? a.p[(i0 + c) * a.is] : NHT_ZERO) : NHT_A1(a, k, i0 + c);
+    NHT_UNROLL for (int64_t j = 1; j <= k; ++j)
+        for (int c = 0; c < W; ++c) acc[c] -= NHT_A1(b, j, i0 + c) * o[(k - j) * ojs + i0 + c];
+    for (int c = 0; c < W; ++c) o[k * ojs + i0 + c] = acc[c] / NHT_A1(b, 0, i0 + c);
 }
 
 /* o = a / b: o^[k] = (a^[k] - sum_{j=1..k} b^[j] o^[k-j]) / b^[0]; a_const: a is a constant. */
@@ -134,13 +178,12 @@ NHT_SMALL void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
         NHT(nht_div1)(k, o, ojs, a, a_const, b);
         return;
     }
-    NHT_T *ok = o + k * ojs;
-    for (int64_t i = 0; i < nc; ++i)
-        ok[i] = a_const ? (k == 0 ? a.p[i * a.is] : NHT_ZERO) : NHT_ROW(a, k, i)[0];
-    NHT_UNROLL for (int64_t j = 1; j <= k; ++j)
-        for (int64_t i = 0; i < nc; ++i) ok[i] -= NHT_ROW(b, j, i)[0] * o[(k - j) * ojs + i];
-    for (int64_t i = 0; i < nc; ++i) ok[i] = ok[i] / NHT_ROW(b, 0, i)[0];
+    int64_t i = 0;
+    for (; i + 8 <= nc; i += 8) NHT(nht_div_blk)(k, i, 8, o, ojs, a, a_const, b);
+    for (; i + 4 <= nc; i += 4) NHT(nht_div_blk)(k, i, 4, o, ojs, a, a_const, b);
+    for (; i < nc; ++i) NHT(nht_div_blk)(k, i, 1, o, ojs, a, a_const, b);
 }
+#undef NHT_A1
 
 #else
 /* Vectors of lanes: each component's sum in a register, four components at a time (four
