@@ -352,14 +352,24 @@ NHT_SMALL void NHT(nht_sqrt)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(n
 /* o' = s a' e (k >= 1): o^[k] = (s / k) sum_{j=1..k} j a^[j] e^[k-j]. exp: e = o; sin: e = cos;
  * cos: e = sin, s = -1; atan: e = 1 / (1 + a^2); ... (o^[0] is set by the caller). */
 #if NHT_LANES == 1
+/* components [i0, i0 + W) of the chain rule's sum, in registers (see nht_conv_blk) */
+NHT_SMALL void NHT(nht_chain_blk)(int64_t k, int64_t i0, int W, NHT_T *ok, NHT(nht_in) a,
+                                  NHT(nht_in) e, double s) {
+    double acc[8];
+    for (int c = 0; c < W; ++c) acc[c] = NHT_ROW(a, 1, i0 + c)[0] * NHT_ROW(e, k - 1, i0 + c)[0];
+    NHT_UNROLL for (int64_t j = 2; j <= k; ++j)
+        for (int c = 0; c < W; ++c)
+            acc[c] += (double)j * NHT_ROW(a, j, i0 + c)[0] * NHT_ROW(e, k - j, i0 + c)[0];
+    for (int c = 0; c < W; ++c) ok[i0 + c] = (s / (double)k) * acc[c];
+}
+
 NHT_SMALL void NHT(nht_chain)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                   NHT(nht_in) e, double s) {
     NHT_T *ok = o + k * ojs;
-    for (int64_t i = 0; i < nc; ++i) ok[i] = NHT_ROW(a, 1, i)[0] * NHT_ROW(e, k - 1, i)[0];
-    NHT_UNROLL for (int64_t j = 2; j <= k; ++j)
-        for (int64_t i = 0; i < nc; ++i)
-            ok[i] += (double)j * NHT_ROW(a, j, i)[0] * NHT_ROW(e, k - j, i)[0];
-    for (int64_t i = 0; i < nc; ++i) ok[i] = (s / (double)k) * ok[i];
+    int64_t i = 0;
+    for (; i + 8 <= nc; i += 8) NHT(nht_chain_blk)(k, i, 8, ok, a, e, s);
+    for (; i + 4 <= nc; i += 4) NHT(nht_chain_blk)(k, i, 4, ok, a, e, s);
+    for (; i < nc; ++i) NHT(nht_chain_blk)(k, i, 1, ok, a, e, s);
 }
 
 #else
