@@ -49,7 +49,7 @@ class CallPlan:
         self.domain = bool(getattr(system, "domain", None))
         self._system_domain = list(system.domain.values()) if self.domain else []
         self._domain_kernel: tuple[Any, Any] | None = None
-        self._taylor: dict[int, tuple[Any, Any]] = {}
+        self._taylor: dict[tuple[int, float, float], tuple[Any, Any]] = {}
         self._watch: tuple[DomainWatch | None] | None = None
         self._rhs: dict[tuple[str, ...], tuple[Any, Any, Any, int]] = {}
         # weakly: the plan lives in the system's memo, which must not keep the system alive
@@ -70,12 +70,17 @@ class CallPlan:
             got = self._rhs[wanted] = self._owner().compile(wanted).integrator_rhs()
         return got
 
-    def taylor_kernel(self, order: int) -> tuple[Any, Any]:
-        """(capsule, ctx) of the system's Taylor kernel for ``order`` (see
-        :func:`taylor_kernel`)."""
-        got = self._taylor.get(order)
+    def taylor_kernel(self, order: int, rtol: float, atol: float) -> tuple[Any, Any]:
+        """(capsule, ctx) of the system's Taylor kernel for the order the core runs at with
+        ``order`` (0: from the tolerance) and ``rtol``, ``atol`` (see :func:`taylor_kernel`,
+        :func:`taylor_order`); looked up once per such triple (a few kept)."""
+        key = (order, rtol, atol)
+        got = self._taylor.get(key)
         if got is None:
-            got = self._taylor[order] = taylor_kernel(self._owner(), order)
+            if len(self._taylor) >= 64:  # a sweep over tolerances: keep the table small
+                self._taylor.clear()
+            p = taylor_order(order, rtol, atol)
+            got = self._taylor[key] = taylor_kernel(self._owner(), p)
         return got
 
     def domain_watch(self) -> DomainWatch | None:

@@ -417,8 +417,10 @@ def integrate(
     tcap = derive = None
     nderived = 0
     if taylor:
-        p = taylor_order(torder, rtol, atol)
-        tcap, ctx = taylor_kernel(system, p) if plan is None else plan.taylor_kernel(p)
+        if plan is None:
+            tcap, ctx = taylor_kernel(system, taylor_order(torder, rtol, atol))
+        else:
+            tcap, ctx = plan.taylor_kernel(torder, rtol, atol)
         cap = None
     else:
         cap, ctx, derive, nderived = (
