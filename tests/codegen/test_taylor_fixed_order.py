@@ -117,3 +117,17 @@ def test_large_right_hand_side_gets_the_general_kernel():
 def test_generate_rejects_a_bad_order(order):
     with pytest.raises(ValueError, match="order"):
         generate_taylor_c(henon_heiles("hh bad order").kernel_set(()), order=order)
+
+
+def test_integrate_compiles_the_order_it_runs_at():
+    """integrate at a tolerance builds (once) the kernel unrolled for the core's order."""
+    from nhfast._cache import peek
+
+    field = henon_heiles("hh integrate order")
+    x0 = states(2)
+    for tol, p in [(1e-6, 8), (1e-13, 16)]:
+        assert peek(field, ("taylor", p)) is None
+        res = nh.integrate(field, x0, [0.0, 1.0], method="taylor", rtol=tol, atol=tol)
+        assert res.success and peek(field, ("taylor", p)) is not None
+    nh.integrate(field, x0, [0.0, 1.0], method="taylor", order=11, h=0.1)
+    assert peek(field, ("taylor", 11)) is not None
