@@ -203,10 +203,11 @@ NH_INLINE nh_vec nh_vlog(nh_vec x) {
 /* exp of NH_VW values, relative error about 1e-13; below about -745 it gives 0 (or a
  * subnormal), above about 709.8 infinity. y = (k + f) ln 2 with k an integer and |f| <= 1/2:
  * exp(f ln 2) by its Taylor polynomial to degree 11, 2^k as two factors (|k| <= 1100 after
- * clamping, each factor a normal number). NaN is never passed (its lanes fail first). */
+ * clamping, each factor a normal number, so the shifts below stay in range). NaN gives 0
+ * (its lanes fail before their step is used). */
 NH_INLINE nh_vec nh_vexp(nh_vec y) {
     nh_vec t = y * nh_splat(1.4426950408889634);
-    const nh_ivec hi = t > nh_splat(1100.0), lo = t < nh_splat(-1100.0);
+    const nh_ivec hi = t > nh_splat(1100.0), lo = ~(t >= nh_splat(-1100.0)); /* NaN: low */
     t = (nh_vec)(((nh_ivec)nh_splat(1100.0) & hi) | ((nh_ivec)nh_splat(-1100.0) & lo) |
                  ((nh_ivec)t & ~(hi | lo)));
     const nh_vec magic = nh_splat(6755399441055744.0); /* 1.5 2^52: rounds to an integer */
