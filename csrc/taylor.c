@@ -143,14 +143,28 @@ NH_INLINE void norm_inf(const double *restrict v, int64_t n, int64_t nl, int64_t
     const uint64_t magnitude = 0x7fffffffffffffffULL;
     int64_t l0 = 0;
 #if NH_HAVE_VEC
+    /* four maxima over the components in flight (a maximum is exact and in any order the
+     * same), combined at the end */
+    const nh_ivec mag = nh_isplat((long long)magnitude);
     for (; l0 + NH_VW <= nv; l0 += NH_VW) {
-        nh_ivec mx = nh_isplat(0);
-        for (int64_t i = 0; i < n; ++i) {
-            const nh_ivec a = (nh_ivec)nh_ld(v + i * nl + l0) & nh_isplat((long long)magnitude);
-            const nh_ivec take = a > mx; /* both below 2^63: the signed order is the same */
-            mx = (a & take) | (mx & ~take);
+        nh_ivec mx[4] = {nh_isplat(0), nh_isplat(0), nh_isplat(0), nh_isplat(0)};
+        int64_t i = 0;
+        for (; i + 4 <= n; i += 4)
+            for (int c = 0; c < 4; ++c) {
+                const nh_ivec a = (nh_ivec)nh_ld(v + (i + c) * nl + l0) & mag;
+                const nh_ivec take = a > mx[c]; /* both below 2^63: the signed order is the same */
+                mx[c] = (a & take) | (mx[c] & ~take);
+            }
+        for (; i < n; ++i) {
+            const nh_ivec a = (nh_ivec)nh_ld(v + i * nl + l0) & mag;
+            const nh_ivec take = a > mx[0];
+            mx[0] = (a & take) | (mx[0] & ~take);
         }
-        nh_st(out + l0, (nh_vec)mx);
+        for (int c = 1; c < 4; ++c) {
+            const nh_ivec take = mx[c] > mx[0];
+            mx[0] = (mx[c] & take) | (mx[0] & ~take);
+        }
+        nh_st(out + l0, (nh_vec)mx[0]);
     }
 #endif
     for (; l0 < nv; ++l0) {
@@ -420,10 +434,17 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
         /* The new states of the lanes still active, in one pass over the block (a copy per
          * lane strides through the components), then the outputs inside the steps from the
          * series. */
-        for (int64_t i = 0; i < n; ++i) {
-            double *restrict xi = b->x + i * nl;
-            const double *restrict ni = xn + i * nl;
-            for (int64_t l = 0; l < nv; ++l) xi[l] = b->active[l] ? ni[l] : xi[l];
+        int64_t nact = 0;
+        for (int64_t l = 0; l < nv; ++l) nact += b->active[l];
+        if (nact == nv) { /* the usual case: every slot in use is active */
+            for (int64_t i = 0; i < n; ++i)
+                memcpy(b->x + i * nl, xn + i * nl, sizeof(double) * (size_t)nv);
+        } else {
+            for (int64_t i = 0; i < n; ++i) {
+                double *restrict xi = b->x + i * nl;
+                const double *restrict ni = xn + i * nl;
+                for (int64_t l = 0; l < nv; ++l) xi[l] = b->active[l] ? ni[l] : xi[l];
+            }
         }
         idle = nl - nv; /* padding slots: always idle */
         for (int64_t l = 0; l < nv; ++l) {
