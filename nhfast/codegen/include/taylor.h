@@ -69,8 +69,8 @@
 #define NHT_HAVE_VEC 1
 /* NHT_VW lanes as one value, the width of the machine's vector registers (a wider generic
  * vector is split by the compiler through memory). With AVX-512 a pass of 8 lanes halves
- * the instructions per lane even where the unit is 256 bits wide (Zen 4): Henon-Heiles,
- * 1000 trajectories, 69.7 -> 53.5 ns per trajectory-step. */
+ * the instructions per lane, where 512-bit operations cost two 256-bit ones too (AMD EPYC):
+ * Henon-Heiles, 1000 trajectories, 69.7 -> 53.5 ns per trajectory-step. */
 #if defined(__AVX512F__)
 #define NHT_VW 8
 #elif defined(__AVX__)
