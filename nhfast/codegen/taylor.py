@@ -278,10 +278,14 @@ class _Builder:
             return self.t.memo[key]
         out = self.t.new_var(vector)
         nc = self.t.nc(out)
-        for j, (c, v) in enumerate(terms):
-            op = "nht_scale" if j == 0 else "nht_axpy"
+        # the first up to four terms in one pass (nht_lin2..4), any further ones added after
+        head, rest = (terms[:4], terms[4:]) if len(terms) > 1 else (terms, [])
+        args = "".join(f", {c!r}, {v.arg(self.t.n, vector)}" for c, v in head)
+        op = "nht_scale" if len(head) == 1 else f"nht_lin{len(head)}"
+        self.t.ops.append(f"NHT({op})(k, {nc}, {out.name}, NHT_TOT{args});")
+        for c, v in rest:
             self.t.ops.append(
-                f"NHT({op})(k, {nc}, {out.name}, NHT_TOT, {c!r}, {v.arg(self.t.n, vector)});"
+                f"NHT(nht_axpy)(k, {nc}, {out.name}, NHT_TOT, {c!r}, {v.arg(self.t.n, vector)});"
             )
         if cval is not None:
             self.t.ops.append(

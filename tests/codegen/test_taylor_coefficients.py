@@ -449,6 +449,19 @@ UNROLLED: dict[str, tuple[System, dict]] = {
         System([x, y, z, w], [z, w, -x - 2 * x * y, -y - x**2 + y**2]),
         {"lo": -0.4, "hi": 0.4},
     ),
+    # sums of 2 to 6 terms: one fused pass of up to four (nht_lin2..4), then nht_axpy
+    "long_sums": (
+        System(
+            [x, y, z],
+            [
+                x + 2 * y - z + x * y / 2 - 3 * y**2 + x * z,
+                x - y + 2 * z,
+                -x * y + 5 * z - 0.25 * x + a * y,
+            ],
+            [a],
+        ),
+        {},
+    ),
 }
 
 

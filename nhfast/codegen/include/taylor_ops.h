@@ -40,6 +40,31 @@ NHT_SMALL void NHT(nht_axpy)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, doubl
         for (int64_t i = 0; i < nc; ++i) o[k * ojs + i] += s * NHT_ROW(a, k, i)[0];
 }
 
+/* o^[k] = s1 a1^[k] + s2 a2^[k] + ... (two to four terms, added left to right): a linear
+ * combination in one pass over the components, each operand read once and o written once.
+ * The same bits as nht_scale and nht_axpy in sequence (a product with 1 or -1 is exact). */
+NHT_SMALL void NHT(nht_lin2)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, double s1,
+                             NHT(nht_in) a1, double s2, NHT(nht_in) a2) {
+    for (int64_t i = 0; i < nc; ++i)
+        o[k * ojs + i] = s1 * NHT_ROW(a1, k, i)[0] + s2 * NHT_ROW(a2, k, i)[0];
+}
+
+NHT_SMALL void NHT(nht_lin3)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, double s1,
+                             NHT(nht_in) a1, double s2, NHT(nht_in) a2, double s3,
+                             NHT(nht_in) a3) {
+    for (int64_t i = 0; i < nc; ++i)
+        o[k * ojs + i] = s1 * NHT_ROW(a1, k, i)[0] + s2 * NHT_ROW(a2, k, i)[0] +
+                         s3 * NHT_ROW(a3, k, i)[0];
+}
+
+NHT_SMALL void NHT(nht_lin4)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, double s1,
+                             NHT(nht_in) a1, double s2, NHT(nht_in) a2, double s3,
+                             NHT(nht_in) a3, double s4, NHT(nht_in) a4) {
+    for (int64_t i = 0; i < nc; ++i)
+        o[k * ojs + i] = s1 * NHT_ROW(a1, k, i)[0] + s2 * NHT_ROW(a2, k, i)[0] +
+                         s3 * NHT_ROW(a3, k, i)[0] + s4 * NHT_ROW(a4, k, i)[0];
+}
+
 /* o^[0] += c (the constant term of a sum; at k = 0 only). */
 NHT_SMALL void NHT(nht_addc)(int64_t nc, NHT_T *o, NHT(nht_in) c) {
     for (int64_t i = 0; i < nc; ++i) o[i] += c.p[i * c.is];
