@@ -33,11 +33,30 @@ typedef struct {
     const double *hu;
 } tay_poly;
 
-/* Horner's rule for lane l at dt (time from the step's start): out[i * stride], i < n. */
+/* Horner's rule for lane l at dt (time from the step's start): out[i * stride], i < n. Four
+ * components at a time, four independent chains in flight (each component's operations are
+ * those of the one-component loop, in the same order). */
 static inline void horner_lane(const double *coef, int64_t p, int64_t n, int64_t nl, int64_t l,
                                double dt, double *out, int64_t stride) {
     const int64_t ks = n * nl;
-    for (int64_t i = 0; i < n; ++i) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const double *c = coef + i * nl + l;
+        double a0 = c[p * ks], a1 = c[p * ks + nl], a2 = c[p * ks + 2 * nl];
+        double a3 = c[p * ks + 3 * nl];
+        for (int64_t k = p - 1; k >= 0; --k) {
+            const double *ck = c + k * ks;
+            a0 = a0 * dt + ck[0];
+            a1 = a1 * dt + ck[nl];
+            a2 = a2 * dt + ck[2 * nl];
+            a3 = a3 * dt + ck[3 * nl];
+        }
+        out[i * stride] = a0;
+        out[(i + 1) * stride] = a1;
+        out[(i + 2) * stride] = a2;
+        out[(i + 3) * stride] = a3;
+    }
+    for (; i < n; ++i) {
         const double *c = coef + i * nl + l;
         double v = c[p * ks];
         for (int64_t k = p - 1; k >= 0; --k) v = v * dt + c[k * ks];
@@ -89,32 +108,7 @@ NH_INLINE void horner_block(const double *restrict coef, int64_t p, int64_t n, i
     }
     /* the rest of the lanes in use one by one (a vector load right after the kernel's
      * stores of single lanes would wait on store forwarding) */
-    for (; l0 < nv; ++l0) {
-        const double d = dt[l0];
-        int64_t i = 0;
-        for (; i + 4 <= n; i += 4) { /* four chains in flight, as in the vectors above */
-            const double *c = coef + i * nl + l0;
-            double a0 = c[p * ks], a1 = c[p * ks + nl], a2 = c[p * ks + 2 * nl];
-            double a3 = c[p * ks + 3 * nl];
-            for (int64_t k = p - 1; k >= 0; --k) {
-                const double *ck = c + k * ks;
-                a0 = a0 * d + ck[0];
-                a1 = a1 * d + ck[nl];
-                a2 = a2 * d + ck[2 * nl];
-                a3 = a3 * d + ck[3 * nl];
-            }
-            out[i * nl + l0] = a0;
-            out[(i + 1) * nl + l0] = a1;
-            out[(i + 2) * nl + l0] = a2;
-            out[(i + 3) * nl + l0] = a3;
-        }
-        for (; i < n; ++i) {
-            const double *c = coef + i * nl + l0;
-            double a = c[p * ks];
-            for (int64_t k = p - 1; k >= 0; --k) a = a * d + c[k * ks];
-            out[i * nl + l0] = a;
-        }
-    }
+    for (; l0 < nv; ++l0) horner_lane(coef, p, n, nl, l0, dt[l0], out + l0, nl);
     /* lanes nv..nl-1 (padding): the last coefficients, as zero as they are */
     for (int64_t i = 0; i < n && nv < nl; ++i)
         memcpy(out + i * nl + nv, coef + p * ks + i * nl + nv, sizeof(double) * (size_t)(nl - nv));
