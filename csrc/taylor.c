@@ -195,7 +195,8 @@ NH_INLINE nh_vec nh_vlog(nh_vec x) {
     m = (nh_vec)(((nh_ivec)(m * nh_splat(0.5)) & big) | ((nh_ivec)m & ~big));
     eb = eb - big;
     /* the exponent as a double: 2^52 + eb has eb in its low bits */
-    const nh_vec e = (nh_vec)(eb | nh_isplat(0x4330000000000000LL)) - nh_splat(4503599627370496.0 + 1023.0);
+    const nh_vec e =
+        (nh_vec)(eb | nh_isplat(0x4330000000000000LL)) - nh_splat(4503599627370496.0 + 1023.0);
     const nh_vec s = (m - nh_splat(1.0)) / (m + nh_splat(1.0)), s2 = s * s, s4 = s2 * s2;
     const nh_vec s8 = s4 * s4;
     /* 2 (1 + s2/3 + ... + s2^7/15) by Estrin's scheme (a short chain: one lane's step waits

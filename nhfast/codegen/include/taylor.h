@@ -6,9 +6,9 @@
  * A Taylor kernel evaluates a tape of elementary operations order by order: at order k every
  * operation computes its k-th coefficient from the coefficients 0..k of its operands (the
  * standard recurrences: Moore 1966; Jorba & Zou 2005, Exp. Math. 14). Lanes are processed in
- * passes: of NHT_VW lanes as one GCC/Clang vector value (nht_vw: 8 lanes with AVX-512, 4 with AVX, else 2), or
- * of one lane (double). The recurrences (taylor_ops.h) are instantiated for both types:
- * nht_mul_1, nht_mul_v, ...
+ * passes: of NHT_VW lanes as one GCC/Clang vector value (nht_vw: 8 lanes with AVX-512, 4
+ * with AVX, else 2), or of one lane (double). The recurrences (taylor_ops.h) are
+ * instantiated for both types: nht_mul_1, nht_mul_v, ...
  * Every lane's arithmetic is its own and in a fixed order, with no contraction into FMA
  * (-std=c99), so a lane's results do not depend on the pass it ran in.
  *

@@ -109,25 +109,40 @@ NHT_SMALL void NHT(nht_div1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a, in
     o[k * ojs] = (s - NHT(nht_dot2)(b, oi, k, 1, k, 0)) / NHT_ROW(b, 0, 0)[0];
 }
 
-#if NHT_LANES == 1
-/* One lane: the components are contiguous doubles. An operation's components go in blocks
- * of 8, 4 and 1 whose sums stay in registers through the loop over j (a 512-bit register
- * holds 8; accumulating in o itself stored and reloaded every sum, since o may alias the
- * operands). The sums run over j in the same order as in the vector-lane forms below, so a
- * lane gets the same bits in either pass. */
+/* Products, squares and quotients of vector values: the components go in blocks (of 8, 4
+ * and 1 in the one-lane pass, where a 512-bit register holds 8 components; of 4 and 1 in a
+ * vector pass, whose values are vectors of lanes) whose sums stay in registers through the
+ * loop over j (accumulating in o itself stored and reloaded every term, since o may alias the
+ * operands), several independent chains of additions in flight. Each component's sum runs
+ * over j in the same order in every block size and pass, so a lane gets the same bits in
+ * either pass. */
 #define NHT_A1(x, j, i) NHT_ROW(x, j, i)[0]
-/* components [i0, i0 + W) of o^[k] = s * sum_{j=j0..k} a^[j] b^[k-j] + init (W a constant) */
+/* Blocks over components [i, nc): of 8 (one-lane pass only), 4, then 1; `blk(w)` is the call
+ * for a block of w components at i (a constant after inlining). */
+#define NHT_BLOCKS(blk)                                                                         \
+    do {                                                                                        \
+        int64_t i = 0;                                                                          \
+        if (NHT_LANES == 1)                                                                     \
+            for (; i + 8 <= nc; i += 8) blk(8);                                                 \
+        for (; i + 4 <= nc; i += 4) blk(4);                                                     \
+        for (; i < nc; ++i) blk(1);                                                             \
+    } while (0)
+
+/* components [i0, i0 + W) of o^[k]: sum_{j=0..k} a^[j] b^[k-j] (first_from_o = 0), or
+ * o^[k] - sum_{j=j0..k} a^[j] b^[k-j] (first_from_o = 1) */
 NHT_SMALL void NHT(nht_conv_blk)(int64_t k, int64_t i0, int W, NHT_T *ok, NHT(nht_in) a,
                                  NHT(nht_in) b, int64_t j0, int first_from_o) {
-    double acc[8];
+    NHT_T acc[8];
     if (first_from_o) {
         for (int c = 0; c < W; ++c) acc[c] = ok[i0 + c];
         NHT_UNROLL for (int64_t j = j0; j <= k; ++j)
-            for (int c = 0; c < W; ++c) acc[c] -= NHT_A1(a, j, i0 + c) * NHT_A1(b, k - j, i0 + c);
+            for (int c = 0; c < W; ++c)
+                acc[c] -= NHT_A1(a, j, i0 + c) * NHT_A1(b, k - j, i0 + c);
     } else {
         for (int c = 0; c < W; ++c) acc[c] = NHT_A1(a, 0, i0 + c) * NHT_A1(b, k, i0 + c);
         NHT_UNROLL for (int64_t j = 1; j <= k; ++j)
-            for (int c = 0; c < W; ++c) acc[c] += NHT_A1(a, j, i0 + c) * NHT_A1(b, k - j, i0 + c);
+            for (int c = 0; c < W; ++c)
+                acc[c] += NHT_A1(a, j, i0 + c) * NHT_A1(b, k - j, i0 + c);
     }
     for (int c = 0; c < W; ++c) ok[i0 + c] = acc[c];
 }
@@ -140,10 +155,9 @@ NHT_SMALL void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
         return;
     }
     NHT_T *ok = o + k * ojs;
-    int64_t i = 0;
-    for (; i + 8 <= nc; i += 8) NHT(nht_conv_blk)(k, i, 8, ok, a, b, 0, 0);
-    for (; i + 4 <= nc; i += 4) NHT(nht_conv_blk)(k, i, 4, ok, a, b, 0, 0);
-    for (; i < nc; ++i) NHT(nht_conv_blk)(k, i, 1, ok, a, b, 0, 0);
+#define NHT_MUL_BLK(w) NHT(nht_conv_blk)(k, i, w, ok, a, b, 0, 0)
+    NHT_BLOCKS(NHT_MUL_BLK);
+#undef NHT_MUL_BLK
 }
 
 /* o^[k] -= sum_{j=j0..k} a^[j] b^[k-j] (part of a product; j0 = 1 leaves out a^[0]). */
@@ -154,21 +168,21 @@ NHT_SMALL void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT
         return;
     }
     NHT_T *ok = o + k * ojs;
-    int64_t i = 0;
-    for (; i + 8 <= nc; i += 8) NHT(nht_conv_blk)(k, i, 8, ok, a, b, j0, 1);
-    for (; i + 4 <= nc; i += 4) NHT(nht_conv_blk)(k, i, 4, ok, a, b, j0, 1);
-    for (; i < nc; ++i) NHT(nht_conv_blk)(k, i, 1, ok, a, b, j0, 1);
+#define NHT_SUBMUL_BLK(w) NHT(nht_conv_blk)(k, i, w, ok, a, b, j0, 1)
+    NHT_BLOCKS(NHT_SUBMUL_BLK);
+#undef NHT_SUBMUL_BLK
 }
 
 /* components [i0, i0 + W) of o^[k] = sum_{j=0..k} a^[j] a^[k-j], by symmetry */
 NHT_SMALL void NHT(nht_sqr_blk)(int64_t k, int64_t i0, int W, NHT_T *ok, NHT(nht_in) a) {
-    double acc[8];
+    NHT_T acc[8];
     for (int c = 0; c < W; ++c) acc[c] = NHT_ZERO;
     NHT_UNROLL for (int64_t j = 0; 2 * j < k; ++j)
         for (int c = 0; c < W; ++c) acc[c] += NHT_A1(a, j, i0 + c) * NHT_A1(a, k - j, i0 + c);
     for (int c = 0; c < W; ++c) acc[c] = 2.0 * acc[c];
     if (k % 2 == 0)
-        for (int c = 0; c < W; ++c) acc[c] += NHT_A1(a, k / 2, i0 + c) * NHT_A1(a, k / 2, i0 + c);
+        for (int c = 0; c < W; ++c)
+            acc[c] += NHT_A1(a, k / 2, i0 + c) * NHT_A1(a, k / 2, i0 + c);
     for (int c = 0; c < W; ++c) ok[i0 + c] = acc[c];
 }
 
@@ -179,16 +193,15 @@ NHT_SMALL void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
         return;
     }
     NHT_T *ok = o + k * ojs;
-    int64_t i = 0;
-    for (; i + 8 <= nc; i += 8) NHT(nht_sqr_blk)(k, i, 8, ok, a);
-    for (; i + 4 <= nc; i += 4) NHT(nht_sqr_blk)(k, i, 4, ok, a);
-    for (; i < nc; ++i) NHT(nht_sqr_blk)(k, i, 1, ok, a);
+#define NHT_SQR_BLK(w) NHT(nht_sqr_blk)(k, i, w, ok, a)
+    NHT_BLOCKS(NHT_SQR_BLK);
+#undef NHT_SQR_BLK
 }
 
 /* components [i0, i0 + W) of o = a / b */
 NHT_SMALL void NHT(nht_div_blk)(int64_t k, int64_t i0, int W, NHT_T *o, int64_t ojs,
                                 NHT(nht_in) a, int a_const, NHT(nht_in) b) {
-    double acc[8];
+    NHT_T acc[8];
     for (int c = 0; c < W; ++c)
         acc[c] = a_const ? (k == 0 ? a.p[(i0 + c) * a.is] : NHT_ZERO) : NHT_A1(a, k, i0 + c);
     NHT_UNROLL for (int64_t j = 1; j <= k; ++j)
@@ -203,142 +216,10 @@ NHT_SMALL void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
         NHT(nht_div1)(k, o, ojs, a, a_const, b);
         return;
     }
-    int64_t i = 0;
-    for (; i + 8 <= nc; i += 8) NHT(nht_div_blk)(k, i, 8, o, ojs, a, a_const, b);
-    for (; i + 4 <= nc; i += 4) NHT(nht_div_blk)(k, i, 4, o, ojs, a, a_const, b);
-    for (; i < nc; ++i) NHT(nht_div_blk)(k, i, 1, o, ojs, a, a_const, b);
+#define NHT_DIV_BLK(w) NHT(nht_div_blk)(k, i, w, o, ojs, a, a_const, b)
+    NHT_BLOCKS(NHT_DIV_BLK);
+#undef NHT_DIV_BLK
 }
-#undef NHT_A1
-
-#else
-/* Vectors of lanes: each component's sum in a register, four components at a time (four
- * independent chains of additions in flight). The sums run over j in the same order as in
- * the one-lane forms above, so a lane gets the same bits in either pass. */
-#define NHT_A(x, j, i) NHT_ROW(x, j, i)[0]
-NHT_SMALL void NHT(nht_mul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
-                                NHT(nht_in) b) {
-    if (nc == 1) {
-        NHT(nht_mul1)(k, o, ojs, a, b);
-        return;
-    }
-    int64_t i = 0;
-    for (; i + 4 <= nc; i += 4) {
-        NHT_T s0 = NHT_A(a, 0, i) * NHT_A(b, k, i), s1 = NHT_A(a, 0, i + 1) * NHT_A(b, k, i + 1);
-        NHT_T s2 = NHT_A(a, 0, i + 2) * NHT_A(b, k, i + 2);
-        NHT_T s3 = NHT_A(a, 0, i + 3) * NHT_A(b, k, i + 3);
-        NHT_UNROLL for (int64_t j = 1; j <= k; ++j) {
-            s0 += NHT_A(a, j, i) * NHT_A(b, k - j, i);
-            s1 += NHT_A(a, j, i + 1) * NHT_A(b, k - j, i + 1);
-            s2 += NHT_A(a, j, i + 2) * NHT_A(b, k - j, i + 2);
-            s3 += NHT_A(a, j, i + 3) * NHT_A(b, k - j, i + 3);
-        }
-        o[k * ojs + i] = s0;
-        o[k * ojs + i + 1] = s1;
-        o[k * ojs + i + 2] = s2;
-        o[k * ojs + i + 3] = s3;
-    }
-    for (; i < nc; ++i) {
-        NHT_T s = NHT_A(a, 0, i) * NHT_A(b, k, i);
-        NHT_UNROLL for (int64_t j = 1; j <= k; ++j) s += NHT_A(a, j, i) * NHT_A(b, k - j, i);
-        o[k * ojs + i] = s;
-    }
-}
-
-NHT_SMALL void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
-                                   NHT(nht_in) b, int64_t j0) {
-    if (nc == 1) {
-        NHT(nht_submul1)(k, o, ojs, a, b, j0);
-        return;
-    }
-    int64_t i = 0;
-    for (; i + 4 <= nc; i += 4) {
-        NHT_T s0 = o[k * ojs + i], s1 = o[k * ojs + i + 1];
-        NHT_T s2 = o[k * ojs + i + 2], s3 = o[k * ojs + i + 3];
-        NHT_UNROLL for (int64_t j = j0; j <= k; ++j) {
-            s0 -= NHT_A(a, j, i) * NHT_A(b, k - j, i);
-            s1 -= NHT_A(a, j, i + 1) * NHT_A(b, k - j, i + 1);
-            s2 -= NHT_A(a, j, i + 2) * NHT_A(b, k - j, i + 2);
-            s3 -= NHT_A(a, j, i + 3) * NHT_A(b, k - j, i + 3);
-        }
-        o[k * ojs + i] = s0;
-        o[k * ojs + i + 1] = s1;
-        o[k * ojs + i + 2] = s2;
-        o[k * ojs + i + 3] = s3;
-    }
-    for (; i < nc; ++i) {
-        NHT_T s = o[k * ojs + i];
-        NHT_UNROLL for (int64_t j = j0; j <= k; ++j) s -= NHT_A(a, j, i) * NHT_A(b, k - j, i);
-        o[k * ojs + i] = s;
-    }
-}
-
-NHT_SMALL void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
-    if (nc == 1) {
-        NHT(nht_sqr1)(k, o, ojs, a);
-        return;
-    }
-    int64_t i = 0;
-    for (; i + 4 <= nc; i += 4) {
-        NHT_T s0 = NHT_ZERO, s1 = NHT_ZERO, s2 = NHT_ZERO, s3 = NHT_ZERO;
-        NHT_UNROLL for (int64_t j = 0; 2 * j < k; ++j) {
-            s0 += NHT_A(a, j, i) * NHT_A(a, k - j, i);
-            s1 += NHT_A(a, j, i + 1) * NHT_A(a, k - j, i + 1);
-            s2 += NHT_A(a, j, i + 2) * NHT_A(a, k - j, i + 2);
-            s3 += NHT_A(a, j, i + 3) * NHT_A(a, k - j, i + 3);
-        }
-        s0 = 2.0 * s0;
-        s1 = 2.0 * s1;
-        s2 = 2.0 * s2;
-        s3 = 2.0 * s3;
-        if (k % 2 == 0) {
-            const int64_t h = k / 2;
-            s0 += NHT_A(a, h, i) * NHT_A(a, h, i);
-            s1 += NHT_A(a, h, i + 1) * NHT_A(a, h, i + 1);
-            s2 += NHT_A(a, h, i + 2) * NHT_A(a, h, i + 2);
-            s3 += NHT_A(a, h, i + 3) * NHT_A(a, h, i + 3);
-        }
-        o[k * ojs + i] = s0;
-        o[k * ojs + i + 1] = s1;
-        o[k * ojs + i + 2] = s2;
-        o[k * ojs + i + 3] = s3;
-    }
-    for (; i < nc; ++i) {
-        NHT_T s = NHT_ZERO;
-        NHT_UNROLL for (int64_t j = 0; 2 * j < k; ++j) s += NHT_A(a, j, i) * NHT_A(a, k - j, i);
-        s = 2.0 * s;
-        if (k % 2 == 0) s += NHT_A(a, k / 2, i) * NHT_A(a, k / 2, i);
-        o[k * ojs + i] = s;
-    }
-}
-
-NHT_SMALL void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
-                                int a_const, NHT(nht_in) b) {
-    if (nc == 1) {
-        NHT(nht_div1)(k, o, ojs, a, a_const, b);
-        return;
-    }
-    int64_t i = 0;
-    for (; i + 4 <= nc; i += 4) {
-        NHT_T s[4];
-        for (int c = 0; c < 4; ++c)
-            s[c] = a_const ? (k == 0 ? a.p[(i + c) * a.is] : NHT_ZERO) : NHT_A(a, k, i + c);
-        NHT_UNROLL for (int64_t j = 1; j <= k; ++j) {
-            const NHT_T *ok = o + (k - j) * ojs + i;
-            s[0] -= NHT_A(b, j, i) * ok[0];
-            s[1] -= NHT_A(b, j, i + 1) * ok[1];
-            s[2] -= NHT_A(b, j, i + 2) * ok[2];
-            s[3] -= NHT_A(b, j, i + 3) * ok[3];
-        }
-        for (int c = 0; c < 4; ++c) o[k * ojs + i + c] = s[c] / NHT_A(b, 0, i + c);
-    }
-    for (; i < nc; ++i) {
-        NHT_T s = a_const ? (k == 0 ? a.p[i * a.is] : NHT_ZERO) : NHT_A(a, k, i);
-        NHT_UNROLL for (int64_t j = 1; j <= k; ++j) s -= NHT_A(b, j, i) * o[(k - j) * ojs + i];
-        o[k * ojs + i] = s / NHT_A(b, 0, i);
-    }
-}
-#undef NHT_A
-#endif
 
 /* o = a^alpha: k a^[0] o^[k] = sum_{j=0..k-1} (alpha (k-j) - j) a^[k-j] o^[j]; o^[0] per lane. */
 NHT_SMALL void NHT(nht_pow)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
@@ -376,38 +257,26 @@ NHT_SMALL void NHT(nht_sqrt)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(n
 
 /* o' = s a' e (k >= 1): o^[k] = (s / k) sum_{j=1..k} j a^[j] e^[k-j]. exp: e = o; sin: e = cos;
  * cos: e = sin, s = -1; atan: e = 1 / (1 + a^2); ... (o^[0] is set by the caller). */
-#if NHT_LANES == 1
 /* components [i0, i0 + W) of the chain rule's sum, in registers (see nht_conv_blk) */
 NHT_SMALL void NHT(nht_chain_blk)(int64_t k, int64_t i0, int W, NHT_T *ok, NHT(nht_in) a,
                                   NHT(nht_in) e, double s) {
-    double acc[8];
-    for (int c = 0; c < W; ++c) acc[c] = NHT_ROW(a, 1, i0 + c)[0] * NHT_ROW(e, k - 1, i0 + c)[0];
+    NHT_T acc[8];
+    for (int c = 0; c < W; ++c) acc[c] = NHT_A1(a, 1, i0 + c) * NHT_A1(e, k - 1, i0 + c);
     NHT_UNROLL for (int64_t j = 2; j <= k; ++j)
         for (int c = 0; c < W; ++c)
-            acc[c] += (double)j * NHT_ROW(a, j, i0 + c)[0] * NHT_ROW(e, k - j, i0 + c)[0];
+            acc[c] += (double)j * NHT_A1(a, j, i0 + c) * NHT_A1(e, k - j, i0 + c);
     for (int c = 0; c < W; ++c) ok[i0 + c] = (s / (double)k) * acc[c];
 }
 
 NHT_SMALL void NHT(nht_chain)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                   NHT(nht_in) e, double s) {
     NHT_T *ok = o + k * ojs;
-    int64_t i = 0;
-    for (; i + 8 <= nc; i += 8) NHT(nht_chain_blk)(k, i, 8, ok, a, e, s);
-    for (; i + 4 <= nc; i += 4) NHT(nht_chain_blk)(k, i, 4, ok, a, e, s);
-    for (; i < nc; ++i) NHT(nht_chain_blk)(k, i, 1, ok, a, e, s);
+#define NHT_CHAIN_BLK(w) NHT(nht_chain_blk)(k, i, w, ok, a, e, s)
+    NHT_BLOCKS(NHT_CHAIN_BLK);
+#undef NHT_CHAIN_BLK
 }
-
-#else
-NHT_SMALL void NHT(nht_chain)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
-                                  NHT(nht_in) e, double s) {
-    for (int64_t i = 0; i < nc; ++i) {
-        NHT_T acc = NHT_ROW(a, 1, i)[0] * NHT_ROW(e, k - 1, i)[0];
-        NHT_UNROLL for (int64_t j = 2; j <= k; ++j)
-            acc += (double)j * NHT_ROW(a, j, i)[0] * NHT_ROW(e, k - j, i)[0];
-        o[k * ojs + i] = (s / (double)k) * acc;
-    }
-}
-#endif
+#undef NHT_BLOCKS
+#undef NHT_A1
 
 /* o = log(a): o^[k] = (a^[k] - (1/k) sum_{j=1..k-1} j o^[j] a^[k-j]) / a^[0]. */
 NHT_SMALL void NHT(nht_log)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
@@ -419,7 +288,8 @@ NHT_SMALL void NHT(nht_log)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
             continue;
         }
         NHT_T s = NHT_ZERO;
-        NHT_UNROLL for (int64_t j = 1; j < k; ++j) s += (double)j * o[j * ojs + i] * NHT_ROW(a, k - j, i)[0];
+        NHT_UNROLL for (int64_t j = 1; j < k; ++j)
+            s += (double)j * o[j * ojs + i] * NHT_ROW(a, k - j, i)[0];
         o[k * ojs + i] = (NHT_ROW(a, k, i)[0] - (1.0 / (double)k) * s) / NHT_ROW(a, 0, i)[0];
     }
 }
