@@ -34,7 +34,6 @@ import sympy as sp
 
 import nhfast as nh
 from nhfast import _core
-from nhfast._fastpath import taylor_order
 from nhfast.events import EventRecord, domain_watch, event_kernel
 from nhfast.systems import veselova_structured
 from nhfast.systems.veselova_body.embedded import join_state
@@ -126,7 +125,7 @@ def test_core(benchmark, case, method):
     cs = vf.compile(("observables",))
     cap, ctx, derive, nderived = cs.integrator_rhs()  # as integrate takes it
     if method == "taylor":  # the kernel integrate takes at the default tolerance's order
-        tcap = vf.compile_taylor(taylor_order(0, 1e-10, 1e-12)).kernels["taylor"][0]
+        tcap = vf.compile_taylor(_core.taylor_order(0, 1e-10, 1e-12)).kernels["taylor"][0]
     else:
         tcap = None
     if tcap is not None:

@@ -57,7 +57,7 @@ from anchors import scipy_hh_fpu as sh  # noqa: E402
 from anchors.problem import inertia, initial_states, rhs_numpy  # noqa: E402
 
 import nhfast as nh  # noqa: E402
-from nhfast._fastpath import taylor_order  # noqa: E402
+from nhfast._core import taylor_order  # noqa: E402
 
 FULL = os.environ.get("NHFAST_BENCH_WP") == "1"
 RESULT = HERE / "results" / "work_precision.json"

@@ -146,6 +146,9 @@ typedef struct nh_block nh_block;
 int nh_run_adaptive(nh_block *b);
 int nh_run_fixed(nh_block *b);
 int nh_run_taylor(nh_block *b);
+/* The order the Taylor method runs at: `order` if positive, else from min(rtol, atol) (taylor.c;
+ * nhfast's front end compiles the kernel for it). */
+int64_t nh_taylor_order(int64_t order, double rtol, double atol);
 /* Doubles per lane slot of a scheme's block-wide work (see nh_block_width in driver.c). */
 int64_t nh_taylor_work(const nh_options *o, int64_t n);
 int64_t nh_adaptive_work(int method, int64_t n, int dense);

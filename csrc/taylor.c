@@ -9,9 +9,11 @@
  * another lane, so results do not depend on the block width or the number of threads. */
 #include "nh_block.h"
 
-/* The order of the series from the tolerance eps = min(rtol, atol): heyoka's rule
- * p = ceil(-ln(eps) / 2 + 1), clamped to [2, NH_TAYLOR_MAX_ORDER]. */
-static int64_t order_from_tol(double rtol, double atol) {
+/* The order the method runs at (nh_core.h): `order` if positive, else from the tolerance
+ * eps = min(rtol, atol) by heyoka's rule p = ceil(-ln(eps) / 2 + 1), clamped to [2,
+ * NH_TAYLOR_MAX_ORDER]. */
+int64_t nh_taylor_order(int64_t order, double rtol, double atol) {
+    if (order > 0) return order;
     const double eps = NH_MIN(rtol, atol);
     double p = ceil(-0.5 * log(eps) + 1.0);
     if (!(p >= 2.0)) p = 2.0; /* also NaN */
@@ -22,8 +24,7 @@ static int64_t order_from_tol(double rtol, double atol) {
 /* Doubles per lane slot of the block-wide work of the Taylor method (the series and the new
  * states), for the block's width (nh_block_width). */
 int64_t nh_taylor_work(const nh_options *o, int64_t n) {
-    const int64_t p = o->order > 0 ? o->order : order_from_tol(o->rtol, o->atol);
-    return (p + 2) * n;
+    return (nh_taylor_order(o->order, o->rtol, o->atol) + 2) * n;
 }
 
 /* The series of a block: coef[(k * n + i) * nl + l], k <= p; hu: the step of each lane. */
@@ -292,7 +293,7 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
     const nh_options *o = b->opt;
     const int64_t n = b->n, nl = b->nl, m = n * nl;
     const int fixed = o->h > 0.0;
-    const int64_t p = o->order > 0 ? o->order : order_from_tol(o->rtol, o->atol);
+    const int64_t p = nh_taylor_order(o->order, o->rtol, o->atol);
     if (p < 1 || p > NH_TAYLOR_MAX_ORDER) return NH_ERR_ARG;
     if (!nh_fits((p + 1) * n, nl)) return NH_ERR_SIZE;
     const double dir = b->t_eval[b->nt - 1] >= b->t_eval[0] ? 1.0 : -1.0;

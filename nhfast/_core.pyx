@@ -104,6 +104,7 @@ cdef extern from "nh_core.h":
         int flag
         int (*poll)(void *ctx) noexcept nogil
         void *ctx
+    int64_t nh_taylor_order(int64_t order, double rtol, double atol) noexcept nogil
     int nh_stop_requested(nh_interrupt *s) noexcept nogil
     void nh_request_stop(nh_interrupt *s) noexcept nogil
     int64_t nh_atomic_add(int64_t *p, int64_t v) noexcept nogil
@@ -268,6 +269,13 @@ cdef nh_kernel_fn _unwrap(object capsule) except NULL:
         raise TypeError("expected a capsule named 'nh_kernel_fn' (a kernel of ABI version "
                         f"{NH_ABI_VERSION}), got {capsule!r}")
     return <nh_kernel_fn>PyCapsule_GetPointer(capsule, _CAPSULE_NAME)
+
+
+def taylor_order(int64_t order, double rtol, double atol):
+    """The order the Taylor method runs at (``nh_taylor_order``): ``order`` if positive, else
+    from the tolerance, heyoka's rule ``ceil(-ln(min(rtol, atol)) / 2 + 1)`` clamped to
+    ``[2, TAYLOR_MAX_ORDER]``."""
+    return nh_taylor_order(order, rtol, atol)
 
 
 def taylor_capsule(size_t address):

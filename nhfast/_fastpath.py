@@ -22,7 +22,7 @@ from nhfast._cache import memo, peek
 from nhfast.events import DomainWatch, domain_watch, event_kernel
 from nhfast.vectorfield import VectorField
 
-__all__ = ["CallPlan", "call_plan", "taylor_kernel", "taylor_order"]
+__all__ = ["CallPlan", "call_plan", "taylor_kernel"]
 
 _FLOAT = np.dtype(float)
 _all = np.logical_and.reduce
@@ -73,13 +73,13 @@ class CallPlan:
     def taylor_kernel(self, order: int, rtol: float, atol: float) -> tuple[Any, Any]:
         """(capsule, ctx) of the system's Taylor kernel for the order the core runs at with
         ``order`` (0: from the tolerance) and ``rtol``, ``atol`` (see :func:`taylor_kernel`,
-        :func:`taylor_order`); looked up once per such triple (a few kept)."""
+        ``_core.taylor_order``); looked up once per such triple (a few kept)."""
         key = (order, rtol, atol)
         got = self._taylor.get(key)
         if got is None:
             if len(self._taylor) >= 64:  # a sweep over tolerances: keep the table small
                 self._taylor.clear()
-            p = taylor_order(order, rtol, atol)
+            p = _core.taylor_order(order, rtol, atol)
             got = self._taylor[key] = taylor_kernel(self._owner(), p)
         return got
 
@@ -162,16 +162,6 @@ class CallPlan:
             return False
         m = len(self._system_domain)
         return _core.all_positive_rows(cap, ctx, m, t, y[0], par[0])
-
-
-def taylor_order(order: int, rtol: float, atol: float) -> int:
-    """The order the core's Taylor method runs at: ``order`` if positive, else from the
-    tolerance as in ``csrc/taylor.c`` (heyoka's rule ``ceil(-ln(eps) / 2 + 1)``, ``eps =
-    min(rtol, atol)``, clamped to ``[2, NH_TAYLOR_MAX_ORDER]``)."""
-    if order > 0:
-        return order
-    p = math.ceil(-0.5 * math.log(min(rtol, atol)) + 1.0)
-    return min(max(p, 2), _core.TAYLOR_MAX_ORDER)
 
 
 def taylor_kernel(system: VectorField, order: int | None = None) -> tuple[Any, Any]:

@@ -11,7 +11,7 @@ import numpy as np
 
 from nhfast import _abi
 from nhfast._cache import memo
-from nhfast._fastpath import call_plan, taylor_kernel, taylor_order
+from nhfast._fastpath import call_plan, taylor_kernel
 from nhfast._kernels import InputChecks
 from nhfast._validate import (
     output_times,
@@ -418,7 +418,7 @@ def integrate(
     nderived = 0
     if taylor:
         if plan is None:
-            tcap, ctx = taylor_kernel(system, taylor_order(torder, rtol, atol))
+            tcap, ctx = taylor_kernel(system, _core.taylor_order(torder, rtol, atol))
         else:
             tcap, ctx = plan.taylor_kernel(torder, rtol, atol)
         cap = None
