@@ -755,9 +755,11 @@ def _tape_cost(tape: _Tape) -> tuple[int, float]:
     """(components of convolutions, components of other operations) per order; the second is
     infinite for a tape with lines that are not single operations (solves)."""
     conv, lin = 0, 0.0
+    if tape.solve_ws:
+        return conv, math.inf
     for op in tape.ops:
         m = _OP.search(op)
-        if m is None or tape.solve_ws:
+        if m is None:
             return conv, math.inf
         nc = int(m.group(2) or 1)
         if m.group(1) in _CONVOLUTIONS:
