@@ -357,8 +357,22 @@ class _Builder:
     def _int_pow(self, a: _Val, m: int) -> _Val:
         if m == 1:
             return a
+        if m == 3 and not a.vector and ("nht_sqr", False, "", a) not in self.t.memo:
+            return self._cube(a)
         sq = self._op("nht_sqr", a.vector, self._int_pow(a, m // 2))
         return sq if m % 2 == 0 else self._op("nht_mul", a.vector, sq, a)
+
+    def _cube(self, a: _Val) -> _Val:
+        """``a**3`` of a scalar value and its square, in one operation (``nht_cube``: the
+        square's operands serve the product too); both are on the tape as ``a*a`` and
+        ``(a*a)*a`` for later uses."""
+        sq, out = self.t.new_var(False), self.t.new_var(False)
+        self.t.ops.append(
+            f"NHT(nht_cube)(k, 1, {out.name}, NHT_TOT, {sq.name}, {a.arg(self.t.n, False)});"
+        )
+        self.t.memo[("nht_sqr", False, "", a)] = sq
+        self.t.memo[("nht_mul", False, "", sq, a)] = out
+        return out
 
     def _chain_op(self, fname: str, a: _Val, e: _Val | None, sign: float) -> _Val:
         """``out = F(a)`` with ``out' = sign * a' * e`` (``e`` None: ``e = out``, exp)."""
@@ -762,7 +776,9 @@ def _tape_cost(tape: _Tape) -> tuple[int, float]:
         if m is None:
             return conv, math.inf
         nc = int(m.group(2) or 1)
-        if m.group(1) in _CONVOLUTIONS:
+        if m.group(1) == "nht_cube":  # a square and a product
+            conv += 2 * nc
+        elif m.group(1) in _CONVOLUTIONS:
             conv += nc
         else:
             lin += nc

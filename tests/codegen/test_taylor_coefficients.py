@@ -462,6 +462,20 @@ UNROLLED: dict[str, tuple[System, dict]] = {
         ),
         {},
     ),
+    # cubes of scalar values: one fused operation each (nht_cube), its square reused by a
+    # later a**2; a cube whose square came first (a product then)
+    "cubes": (
+        System(
+            [x, y, z],
+            [
+                (x - y) ** 3 + a * z**3,
+                (y + z) ** 3 - (y + z) ** 2 * x + x**3 * y,
+                z**2 * y - z**3 + (x - y) ** 2,
+            ],
+            [a],
+        ),
+        {},
+    ),
 }
 
 
@@ -478,6 +492,18 @@ def test_unrolled_kernel_matches_oracle(name):
     rng = np.random.default_rng(abs(hash(name)) % 2**32)
     lanes = _lanes(rng, len(sys.states), len(sys.params), **opts)
     check_system(_ks(sys), sys, lanes, order=10)
+
+
+@needs_generator
+def test_cubes_are_fused_and_match_the_oracle_to_order_24():
+    """``a**3`` of a scalar value is one operation (``nht_cube``: the square's loads serve
+    the product), right at orders where its pair loop runs several rounds."""
+    sys, opts = UNROLLED["cubes"]
+    src = cg.generate_taylor_c(_ks(sys))
+    cubes = {line.strip() for line in src.splitlines() if "NHT(nht_cube)" in line}
+    assert len(cubes) == 4  # (x-y)^3, z^3, (y+z)^3, x^3: once each (in every pass)
+    lanes = _lanes(np.random.default_rng(5), 3, 1, **opts)
+    check_system(_ks(sys), sys, lanes, order=24)
 
 
 # ---------------------------------------------------------------- linear solves ----
