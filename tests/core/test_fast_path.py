@@ -88,6 +88,25 @@ def test_results_pickle_and_copy_with_their_observables(pendulum):
         res2.nothing  # noqa: B018
 
 
+def test_stats_are_made_on_first_access_and_survive_pickle_and_copy(pendulum):
+    """``stats`` is the core's array, made a dict of per-trajectory arrays on first access;
+    the same values in a pickled or copied result, whether read before or not."""
+    x0 = np.array([[0.5, 0.1], [1.0, -0.3], [2.0, 0.0]])
+    res = nh.integrate(pendulum, x0, [0.0, 2.0], params=np.array([9.81]), method="taylor")
+    assert "stats" not in vars(res)
+    back = pickle.loads(pickle.dumps(res))  # before the first access
+    dup = copy.copy(res)
+    stats = res.stats
+    assert list(stats) == ["steps", "rhs_evals", "rejected", "iterations"]
+    assert all(v.shape == (3,) and v.dtype == np.int64 for v in stats.values())
+    assert np.all(stats["steps"] > 0) and res.stats is stats  # made once
+    for other in (back, dup, copy.deepcopy(res)):
+        assert list(other.stats) == list(stats)
+        for k in stats:
+            np.testing.assert_array_equal(other.stats[k], stats[k])
+    assert "stats=" in repr(res)
+
+
 def test_no_observables_wanted(pendulum):
     res = nh.integrate(
         pendulum, np.array([0.5, 0.1]), [0.0, 1.0], params=np.array([9.81]), observables=False
