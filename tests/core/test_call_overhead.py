@@ -71,8 +71,21 @@ def test_block_evaluates_its_own_lanes(ntraj, block):
     assert {ld for _, ld in rec.calls} == {-(-w // 8) * 8}
 
 
-@pytest.mark.parametrize("method", ["dop853", "dopri5", "rk4", "gauss4", "leapfrog"])
-def test_alone_equals_batch_for_every_block(kepler, method):
+@pytest.mark.parametrize(
+    "method, kw",
+    [
+        ("dop853", {"h": 0.02}),
+        ("dopri5", {"h": 0.02}),
+        ("rk4", {"h": 0.02}),
+        ("gauss4", {"h": 0.02}),
+        ("leapfrog", {"h": 0.02}),
+        # adaptive Taylor at an odd order (13, from rtol 1e-10) and an even one: the series
+        # summed in vectors of lanes and lane by lane (csrc/taylor.c, horner_block/_lane)
+        ("taylor", {}),
+        ("taylor", {"order": 12}),
+    ],
+)
+def test_alone_equals_batch_for_every_block(kepler, method, kw):
     """A trajectory alone equals itself inside batches with blocks of 1..9 and 64 lanes (tail
     blocks and blocks narrower than a chunk included), bit for bit, statistics too."""
     rng = np.random.default_rng(12)
@@ -81,9 +94,9 @@ def test_alone_equals_batch_for_every_block(kepler, method):
         + [0.1 * rng.normal(size=11), 1 + 0.1 * rng.normal(size=11)]
     )
     t = np.linspace(0.0, 1.0, 3)
-    alone = [nh.integrate(kepler, x0[i], t, method=method, h=0.02) for i in (0, 5, 10)]
+    alone = [nh.integrate(kepler, x0[i], t, method=method, **kw) for i in (0, 5, 10)]
     for block in (1, 2, 3, 5, 7, 8, 9, 64):
-        batch = nh.integrate(kepler, x0, t, method=method, h=0.02, block=block)
+        batch = nh.integrate(kepler, x0, t, method=method, block=block, **kw)
         for res, i in zip(alone, (0, 5, 10), strict=True):
             assert np.array_equal(res.y[0], batch.y[i]), (block, i)
             assert np.array_equal(res.t_reached[0], batch.t_reached[i])
