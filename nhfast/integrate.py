@@ -92,9 +92,12 @@ class IntegrationResult:
     def __getattr__(self, name: str) -> Any:
         # reached only for an attribute not in the instance: one a run left to be computed on
         # first access (the observables, see defer_observables; the stats dict)
+        # (threads that read it at once may both build it: they return the one kept first)
         deferred = self.__dict__.get("_deferred")
-        if deferred is not None and name in deferred:
-            value = self.__dict__[name] = deferred.pop(name)(self)
+        build = None if deferred is None else deferred.get(name)
+        if build is not None:
+            value = self.__dict__.setdefault(name, build(self))
+            deferred.pop(name, None)
             return value
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 

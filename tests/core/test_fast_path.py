@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import copy
 import pickle
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -105,6 +108,31 @@ def test_stats_are_made_on_first_access_and_survive_pickle_and_copy(pendulum):
         for k in stats:
             np.testing.assert_array_equal(other.stats[k], stats[k])
     assert "stats=" in repr(res)
+
+
+def test_deferred_attributes_read_from_threads_at_once(pendulum):
+    """Threads that read a deferred attribute while it is being built all get it (the same
+    object), none an error: the builder here sleeps, so every thread finds it unbuilt."""
+    res = nh.integrate(pendulum, np.array([[0.5, 0.1], [1.0, -0.3]]), [0.0, 1.0],
+                       params=np.array([9.81]))  # fmt: skip
+    calls = []
+
+    def slow(r):
+        calls.append(1)
+        time.sleep(0.05)
+        return {"energy": r.y[..., 0] * 0 + len(calls)}
+
+    res.defer_observables(slow)
+    start = threading.Barrier(4)
+
+    def read(_):
+        start.wait()
+        return res.observables, res.stats
+
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(read, range(4)))
+    assert all(g[0] is got[0][0] and g[1] is got[0][1] for g in got)
+    assert list(got[0][1]) == ["steps", "rhs_evals", "rejected", "iterations"]
 
 
 def test_no_observables_wanted(pendulum):
