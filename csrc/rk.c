@@ -139,6 +139,14 @@ static int initial_step(nh_block *b, const nh_pair *p, const unsigned char *fres
         const double h1 = mx <= 1e-15 ? NH_MAX(1e-6, hz * 1e-3) : pow(0.01 / mx, 1.0 / (p->order + 1.0));
         double hh = NH_MIN(100.0 * hz, h1);
         if (!(hh > 0.0) || !isfinite(hh)) hh = hz;
+        /* At least 100 times the step the driver calls an underflow (10 eps |t|), within the
+         * span: a state of round-off size with a derivative of order 1 (x = 2e-16, x' = 2 cos
+         * t at t = 1) made h0 = 0.01 d0 / d1 about 1e-18, and after one step the lane failed
+         * with a step-size underflow where nothing is singular (Hairer's code stops there
+         * too; SciPy raises its steps to 10 eps |t|). Too long a first step is rejected and
+         * shrunk by the error control. */
+        const double floor = 1000.0 * 2.220446049250313e-16 * fabs(b->tl[l]);
+        if (hh < floor) hh = NH_MIN(floor, span);
         h[l] = dir * hh;
     }
     return NH_OK;

@@ -57,3 +57,23 @@ def test_sleigh_matches_scipy_and_conserves_energy(sleigh):
         assert np.max(np.abs(res.y[i] - ref.y.T)) < 1e-8
     e = res.observables["energy"]
     assert np.max(np.abs(e - e[:, :1]) / e[:, :1]) < 1e-10
+
+
+@pytest.mark.parametrize("method", ["dopri5", "dop853"])
+@pytest.mark.parametrize("x1", [2.220446049250313e-16, 1e-300, -3e-17])
+def test_round_off_state_with_order_one_derivative(method, x1):
+    """x' = -x^3, y' = 2 cos t - y^3 from (0, y0) with y0 of round-off size at t = 1: Hairer's
+    starting step 0.01 d0 / d1 is about 1e-18 there, and the lane used to fail with a step-size
+    underflow after one step; it must run and agree with SciPy (found by the property test
+    ``test_wellformed_agree_with_scipy_large``)."""
+    x, y = sp.symbols("x y")
+    t = sp.Symbol("t")
+    vf = nh.VectorField([x, y], [-(x**3), 2 * sp.cos(t) - y**3], time=t)
+    x0 = np.array([0.0, x1])
+    res = nh.integrate(vf, x0, [1.0, 1.5, 2.0], method=method, rtol=1e-11, atol=1e-12)
+    assert res.success
+    ref = solve_ivp(
+        lambda tt, u: [-(u[0] ** 3), 2 * np.cos(tt) - u[1] ** 3],
+        (1.0, 2.0), x0, method="DOP853", t_eval=[1.0, 1.5, 2.0], rtol=1e-13, atol=1e-14,
+    )  # fmt: skip
+    np.testing.assert_allclose(res.y[0], ref.y.T, rtol=0, atol=1e-9)
