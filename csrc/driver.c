@@ -108,19 +108,24 @@ int nh_integrate_block_ex(const nh_system *sys, const nh_options *opt, const dou
     b.t_end = t_end;
     b.x_end = x_end;
     b.err = NH_OK;
-    b.par = (double *)calloc((size_t)(npar_all > 0 ? npar_all * nl : 1), sizeof(double));
-    b.x = (double *)malloc(sizeof(double) * (size_t)(n * nl));
-    b.tl = (double *)malloc(sizeof(double) * (size_t)nl);
-    b.kout = (int64_t *)malloc(sizeof(int64_t) * (size_t)nl);
-    b.gid = (int64_t *)malloc(sizeof(int64_t) * (size_t)nl);
-    b.active = (unsigned char *)malloc((size_t)nl);
-    b.cnt = (int64_t *)calloc((size_t)(NH_NSTATS * nl), sizeof(int64_t));
-    b.call0 = (int64_t *)calloc((size_t)nl, sizeof(int64_t));
+    /* the block's arrays in one zeroed allocation (eight of them cost a one-step call
+     * about 0.3 us): 8-byte entries first, the bytes of `active` last */
+    const size_t npw = (size_t)(npar_all > 0 ? npar_all * nl : 1);
+    const size_t words = npw + (size_t)(n * nl) + 4 * (size_t)nl + (size_t)(NH_NSTATS * nl);
+    double *mem = (double *)calloc(words + (size_t)(nl + 7) / 8, sizeof(double));
+    b.par = mem;
+    b.x = mem ? b.par + npw : NULL;
+    b.tl = mem ? b.x + n * nl : NULL;
+    b.kout = mem ? (int64_t *)(b.tl + nl) : NULL;
+    b.gid = mem ? b.kout + nl : NULL;
+    b.call0 = mem ? b.gid + nl : NULL;
+    b.cnt = mem ? b.call0 + nl : NULL;
+    b.active = mem ? (unsigned char *)(mem + words) : NULL;
     b.ncalls = 0;
     b.dense = dense;
     b.ev = ev;
     int rc = NH_OK;
-    if (!b.par || !b.x || !b.tl || !b.kout || !b.gid || !b.active || !b.cnt || !b.call0) {
+    if (!mem) {
         rc = NH_ERR_NOMEM;
         goto done;
     }
@@ -159,14 +164,7 @@ int nh_integrate_block_ex(const nh_system *sys, const nh_options *opt, const dou
     else if (rc == NH_ERR_INTERRUPTED)
         interrupt_block(&b);
 done:
-    free(b.par);
-    free(b.x);
-    free(b.tl);
-    free(b.kout);
-    free(b.gid);
-    free(b.active);
-    free(b.cnt);
-    free(b.call0);
+    free(mem);
     return rc;
 }
 

@@ -14,9 +14,11 @@ its current step, and its exception propagates once all have left. Kernels arriv
 of the core (``nh_core.h``) is exported from the C headers, for ``nhfast._abi``.
 """
 import operator
+import os
 import threading
 
 from cpython.exc cimport PyErr_CheckSignals
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New, PyCapsule_IsValid
 from libc.stdint cimport int32_t, int64_t
 from libc.math cimport isfinite
@@ -228,6 +230,18 @@ cdef double POLL_SECONDS_C = POLL_SECONDS
 #: POLL_SECONDS / 64 (a step of a small system takes 100 ns; slow steps read it every time).
 cdef int POLL_SKIP = 15
 
+#: The main thread's identifier (signal handlers run there only): compared with
+#: ``threading.get_ident()``, a C call, on every call of the core; a forked child's main
+#: thread is the one that forked.
+_MAIN_THREAD = threading.main_thread().ident
+
+
+def _main_thread_after_fork() -> None:
+    global _MAIN_THREAD
+    _MAIN_THREAD = threading.get_ident()
+
+
+os.register_at_fork(after_in_child=_main_thread_after_fork)
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
 
@@ -240,21 +254,27 @@ _ERRORS = {
 }
 
 
-def _int_arg(value, str name, lo, hi):
-    """``value`` as a Python int in ``[lo, hi]``, checked before any conversion to C."""
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
-    if not lo <= v <= hi:
-        raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {v}")
+cdef int64_t _int_arg(object value, str name, int64_t lo, int64_t hi) except? -1:
+    """``value`` (an integer: ``operator.index``) in ``[lo, hi]``, as a C integer; checked
+    before any conversion (a C function: nine of them per integrate call)."""
+    cdef int overflow = 0
+    cdef long long v
+    if type(value) is not int:
+        try:
+            value = operator.index(value)
+        except TypeError:
+            raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
+    v = PyLong_AsLongLongAndOverflow(value, &overflow)
+    if overflow or not lo <= v <= hi:
+        raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {value}")
     return v
 
 
-def _team_size(threads, int64_t items):
+cdef int _team_size(object threads, int64_t items) except -1:
     """Threads of one call: the requested number clamped to the work and to MAX_THREADS."""
     cdef int64_t t = _int_arg(threads, "threads", 1, _INT32_MAX)
-    return max(1, min(t, items, MAX_THREADS))
+    cdef int64_t most = MAX_THREADS
+    return <int>max(1, min(t, items, most))
 
 
 def kernel_capsule(size_t address):
@@ -443,7 +463,7 @@ cdef _run_team(int (*item)(void *args, int64_t i) noexcept nogil, void *args, in
         tm.stop = stop
         tm.item = item
         tm.args = args
-        w.signals = threading.current_thread() is threading.main_thread()
+        w.signals = threading.get_ident() == _MAIN_THREAD
         w.last = nh_now()
         w.due = w.last + POLL_SECONDS_C
         w.countdown = 0

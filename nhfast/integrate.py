@@ -119,11 +119,12 @@ class IntegrationResult:
     ) -> IntegrationResult:
         """The result of a core run, ``stats`` the core's array (trajectories x ``_STATS``),
         made the dict of per-trajectory arrays on first access (one call costs less)."""
-        res = cls.__new__(cls)
-        res.__dict__.update(
-            t=t, y=y, status=status, method=method, observables={}, t_reached=t_reached,
-            events=events, _deferred={"stats": lambda r: _stats_dict(stats)},
-        )  # fmt: skip
+        res = object.__new__(cls)
+        res.__dict__ = {
+            "t": t, "y": y, "status": status, "method": method, "observables": {},
+            "t_reached": t_reached, "events": events,
+            "_deferred": {"stats": lambda r: _stats_dict(stats)},
+        }  # fmt: skip
         return res
 
     def __getstate__(self) -> dict[str, Any]:
@@ -213,14 +214,6 @@ def _positive_ints(**values) -> None:
         if type(v) is not int or v < 1:
             positive_ints(**values)
             return
-
-
-def _plain_ints(*values: Any) -> bool:
-    """Whether every value is a plain int >= 1 (then :func:`positive_ints` passes)."""
-    for v in values:
-        if type(v) is not int or v < 1:
-            return False
-    return True
 
 
 def integrate(
@@ -391,11 +384,21 @@ def integrate(
     else:
         x, t, par = fast
     ntraj = x.shape[0]
-    rtol = _positive(rtol, "rtol")
-    atol = _positive(atol, "atol")
-    tol = _positive(tol, "tol")
+    # plain positive floats and ints pass in one test (the common call); anything else is
+    # checked one by one, which names what is wrong
+    if not (
+        type(rtol) is float and type(atol) is float and type(tol) is float
+        and 0.0 < rtol < math.inf and 0.0 < atol < math.inf and 0.0 < tol < math.inf
+    ):  # fmt: skip
+        rtol = _positive(rtol, "rtol")
+        atol = _positive(atol, "atol")
+        tol = _positive(tol, "tol")
     # the integers first: the step count of a fixed-step method is compared with max_steps
-    if not _plain_ints(threads, max_steps, max_iter, block):
+    if not (
+        type(threads) is int and type(max_steps) is int and type(max_iter) is int
+        and type(block) is int and threads >= 1 and max_steps >= 1 and max_iter >= 1
+        and block >= 1
+    ):  # fmt: skip
         _positive_ints(threads=threads, max_steps=max_steps, max_iter=max_iter, block=block)
     if method in ADAPTIVE:
         h0 = 0.0 if h is None else _positive(h, "h")
