@@ -7,6 +7,11 @@
  * general passes, a request to unroll completely in a pass for one fixed order (there every
  * trip count is a constant; see taylor.h).
  *
+ * From order 1 on, a recurrence that divides by an order-0 value (quotient, power, sqrt, log)
+ * multiplies by its reciprocal instead: 1 / b^[0] does not wait for the order's sum, so the
+ * division leaves the chain of dependent operations (a quotient's coefficient then waits on
+ * a multiplication, 3 cycles, instead of a division, 13). Order 0 divides.
+ *
  * Coefficient j of component i of an operand a lives at a.p[j*a.js + i*a.is] (an NHT_T: the
  * lanes of a pass); outputs are work variables, o[j*ojs + i]. Constants have no higher
  * coefficients: only the *c* forms and the flags below read them, and only their value.
@@ -157,7 +162,8 @@ NHT_SMALL void NHT(nht_div1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a, in
                                  NHT(nht_in) b) {
     const NHT(nht_in) oi = {o, ojs, 1};
     const NHT_T s = a_const ? (k == 0 ? a.p[0] : NHT_ZERO) : NHT_ROW(a, k, 0)[0];
-    o[k * ojs] = (s - NHT(nht_dot2)(b, oi, k, 1, k, 0)) / NHT_ROW(b, 0, 0)[0];
+    const NHT_T b0 = NHT_ROW(b, 0, 0)[0];
+    o[k * ojs] = k == 0 ? s / b0 : (s - NHT(nht_dot2)(b, oi, k, 1, k, 0)) * (1.0 / b0);
 }
 
 /* Products, squares and quotients of vector values: the components go in blocks (of 8, 4
@@ -257,7 +263,9 @@ NHT_SMALL void NHT(nht_div_blk)(int64_t k, int64_t i0, int W, NHT_T *o, int64_t 
         acc[c] = a_const ? (k == 0 ? a.p[(i0 + c) * a.is] : NHT_ZERO) : NHT_A1(a, k, i0 + c);
     NHT_UNROLL for (int64_t j = 1; j <= k; ++j)
         for (int c = 0; c < W; ++c) acc[c] -= NHT_A1(b, j, i0 + c) * o[(k - j) * ojs + i0 + c];
-    for (int c = 0; c < W; ++c) o[k * ojs + i0 + c] = acc[c] / NHT_A1(b, 0, i0 + c);
+    for (int c = 0; c < W; ++c)
+        o[k * ojs + i0 + c] = k == 0 ? acc[c] / NHT_A1(b, 0, i0 + c)
+                                     : acc[c] * (1.0 / NHT_A1(b, 0, i0 + c));
 }
 
 /* o = a / b: o^[k] = (a^[k] - sum_{j=1..k} b^[j] o^[k-j]) / b^[0]; a_const: a is a constant. */
@@ -285,7 +293,7 @@ NHT_SMALL void NHT(nht_pow)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
         NHT_T s = NHT_ZERO;
         NHT_UNROLL for (int64_t j = 0; j < k; ++j)
             s += (alpha * (double)(k - j) - (double)j) * NHT_ROW(a, k - j, i)[0] * o[j * ojs + i];
-        o[k * ojs + i] = s / ((double)k * NHT_ROW(a, 0, i)[0]);
+        o[k * ojs + i] = s * (1.0 / ((double)k * NHT_ROW(a, 0, i)[0]));
     }
 }
 
@@ -302,7 +310,7 @@ NHT_SMALL void NHT(nht_sqrt)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(n
         NHT_UNROLL for (int64_t j = 1; 2 * j < k; ++j) s += o[j * ojs + i] * o[(k - j) * ojs + i];
         s = 2.0 * s;
         if (k % 2 == 0) s += o[(k / 2) * ojs + i] * o[(k / 2) * ojs + i];
-        o[k * ojs + i] = (NHT_ROW(a, k, i)[0] - s) / (2.0 * o[i]);
+        o[k * ojs + i] = (NHT_ROW(a, k, i)[0] - s) * (0.5 / o[i]);
     }
 }
 
@@ -341,7 +349,7 @@ NHT_SMALL void NHT(nht_log)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
         NHT_T s = NHT_ZERO;
         NHT_UNROLL for (int64_t j = 1; j < k; ++j)
             s += (double)j * o[j * ojs + i] * NHT_ROW(a, k - j, i)[0];
-        o[k * ojs + i] = (NHT_ROW(a, k, i)[0] - (1.0 / (double)k) * s) / NHT_ROW(a, 0, i)[0];
+        o[k * ojs + i] = (NHT_ROW(a, k, i)[0] - (1.0 / (double)k) * s) * (1.0 / NHT_ROW(a, 0, i)[0]);
     }
 }
 
