@@ -69,7 +69,8 @@ class IntegrationResult:
     status : ndarray of int32, shape (n_traj,)
         0 for success, else a code of ``nhfast.STATUS``.
     stats : dict of str to ndarray of int64, shape (n_traj,)
-        ``steps``, ``rhs_evals``, ``rejected``, ``iterations`` per trajectory.
+        ``steps``, ``rhs_evals``, ``rejected``, ``iterations`` per trajectory (made from
+        the core's counters on the first access of the attribute, like ``observables``).
     method : str
     t_reached : ndarray of float, shape (n_traj,), optional
         Time each trajectory reached: the last output time when it finished (the time of its
