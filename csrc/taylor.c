@@ -242,15 +242,21 @@ NH_INLINE nh_vec nh_vexp(nh_vec y) {
 
 /* Step sizes of Jorba & Zou for the lanes [0, nr) (nr: nv, the lanes in use, rounded up to
  * a multiple of NH_VW; at most nl):
- * h = fac min(r1, r2), r_k = (e s / |x^[k]|)^(1/k) with the norms nx (state), n1 (order
- * p - 1; unused if !has1) and n2 (order p), s = nx (relative) or 1 (absolute: rtol nx <=
- * atol), e = 1 with the order from the tolerance (the radius of convergence), else the
- * tolerance, computed as exp of the smaller logarithm. Lanes whose norms are not finite get
- * a meaningless h: the caller fails them first. Every lane has the same operations in the
- * same order whichever vector it is in, so a lane's steps do not depend on the batch. */
-NH_INLINE void jz_steps(const double *restrict nx, const double *restrict n1,
-                        const double *restrict n2, int64_t nv, int64_t nr, double rtol, double atol,
-                        int tol_in_radius, double ip, double ip1, int has1, double fac,
+ * h = fac min(r0, r1, r2), r_k = (e s / |x^[k]|)^(1/k) with the norms nx (state), n0 (order
+ * p - 2; unused if !has0), n1 (order p - 1; unused if !has1) and n2 (order p), s = nx
+ * (relative) or 1 (absolute: rtol nx <= atol), e = 1 with the order from the tolerance (the
+ * radius of convergence), else the tolerance, computed as exp of the smallest logarithm.
+ * Jorba & Zou take the last two orders, against series of odd or even functions; the third
+ * guards series that vanish, or nearly, at two orders in a row: x'' = -x^3 from (1e-12, 1)
+ * (coefficients of x' near zero at orders 2, 3 mod 4), y' = 1 - y^3 from 1e-8 (nonzero at 1
+ * mod 3 only, nearly) took steps from the tiny last two that gave errors of 1e-3 and 6e-8 at
+ * tol 1e-12. Lanes whose norms are not finite get a meaningless h: the caller fails them
+ * first. Every lane has the same operations in the same order whichever vector it is in, so
+ * a lane's steps do not depend on the batch. */
+NH_INLINE void jz_steps(const double *restrict nx, const double *restrict n0,
+                        const double *restrict n1, const double *restrict n2, int64_t nv,
+                        int64_t nr, double rtol, double atol, int tol_in_radius, double ip,
+                        double ip1, double ip0, int has1, int has0, double fac,
                         double *restrict h) {
 #if NH_HAVE_VEC
     for (int64_t l0 = 0; l0 < nr; l0 += NH_VW) {
@@ -272,8 +278,14 @@ NH_INLINE void jz_steps(const double *restrict nx, const double *restrict n1,
         if (has1) {
             const nh_vec d1 = whole ? nh_ld(n1 + l0) : nh_ld_each(n1 + l0);
             const nh_vec a1 = (les - nh_vlog(d1)) * nh_splat(ip1);
-            const nh_ivec first = a1 < a2;
-            a = (nh_vec)(((nh_ivec)a1 & first) | ((nh_ivec)a2 & ~first));
+            const nh_ivec first = a1 < a;
+            a = (nh_vec)(((nh_ivec)a1 & first) | ((nh_ivec)a & ~first));
+        }
+        if (has0) {
+            const nh_vec d0 = whole ? nh_ld(n0 + l0) : nh_ld_each(n0 + l0);
+            const nh_vec a0 = (les - nh_vlog(d0)) * nh_splat(ip0);
+            const nh_ivec first = a0 < a;
+            a = (nh_vec)(((nh_ivec)a0 & first) | ((nh_ivec)a & ~first));
         }
         nh_st(h + l0, nh_vexp(a) * nh_splat(fac));
     }
@@ -284,9 +296,32 @@ NH_INLINE void jz_steps(const double *restrict nx, const double *restrict n1,
         const double e = tol_in_radius ? (absolute ? atol : rtol) : 1.0;
         const double a2 = log(e * s / n2[l]) * ip;
         const double a1 = has1 ? log(e * s / n1[l]) * ip1 : INFINITY;
-        h[l] = exp(NH_MIN(a1, a2)) * fac;
+        const double a0 = has0 ? log(e * s / n0[l]) * ip0 : INFINITY;
+        h[l] = exp(NH_MIN(NH_MIN(a1, a2), a0)) * fac;
     }
 #endif
+}
+
+/* The step of lane l when its last three coefficients are zero (0 < p): Jorba & Zou's rule,
+ * as in jz_steps, from the highest order k >= max(1, p/2) whose coefficient is not zero;
+ * infinite when all of orders p/2..p vanish (the series then ends there: a polynomial). A
+ * series can vanish at several orders in a row without ending: y' = 1 - y^4 from 0 has
+ * coefficients at orders 1 mod 4 only; with the rule of the last orders alone that was one
+ * infinite step to the end. Scalar libm code for the lane alone: its steps still do not
+ * depend on the batch. */
+static double sparse_step(const double *coef, int64_t p, int64_t n, int64_t nl, int64_t l,
+                          double nx, double rtol, double atol, int tol_in_radius, double fac) {
+    const int64_t m = n * nl, kmin = NH_MAX((int64_t)1, (p + 1) / 2);
+    for (int64_t k = p - 3; k >= kmin; --k) {
+        double nk = 0.0;
+        for (int64_t i = 0; i < n; ++i) nk = NH_MAX(nk, fabs(coef[k * m + i * nl + l]));
+        if (nk == 0.0) continue;
+        const int absolute = rtol * nx <= atol;
+        const double s = absolute ? 1.0 : nx;
+        const double e = tol_in_radius ? (absolute ? atol : rtol) : 1.0;
+        return exp((log(e * s) - log(nk)) / (double)k) * fac;
+    }
+    return INFINITY;
 }
 
 NH_CLONES int nh_run_taylor(nh_block *b) {
@@ -305,6 +340,7 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
     const double fac = o->order > 0 ? (p > 1 ? exp(-0.7 / (double)(p - 1)) : 1.0)
                                     : exp(-2.0) * exp(-0.7 / (double)(p - 1));
     const double ip = 1.0 / (double)p, ip1 = p > 1 ? 1.0 / (double)(p - 1) : 0.0;
+    const double ip0 = p > 2 ? 1.0 / (double)(p - 2) : 0.0;
     const nh_events *ev = b->ev;
     const int64_t nev = ev ? ev->nev : 0;
 
@@ -319,7 +355,7 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
     }
     double *coef = buf, *xn = buf + (p + 1) * m;
     double *hu = xn + m, *told = hu + nl, *nx = told + nl, *n1 = nx + nl, *n2 = n1 + nl;
-    double *target = n2 + nl, *hjz = target + nl;
+    double *target = n2 + nl, *hjz = target + nl, *n0 = hjz + nl;
     unsigned char *hit = flags, *fin = flags + nl, *fresh = flags + 2 * nl;
     const tay_poly poly = {coef, p, hu};
     const int64_t pad = nl - b->nw; /* padding slots, always idle */
@@ -328,7 +364,7 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
     const int64_t nv = b->nw;
     /* the step sizes run in whole vectors (within nl): lanes beyond nv get unused values */
     const int64_t nr = NH_HAVE_VEC ? (nv + NH_VW - 1) / NH_VW * NH_VW : nv;
-    for (int64_t l = nv; l < nr; ++l) nx[l] = n1[l] = n2[l] = 1.0; /* benign: no subnormals */
+    for (int64_t l = nv; l < nr; ++l) nx[l] = n0[l] = n1[l] = n2[l] = 1.0; /* benign padding */
     int64_t idle = nl;
     int rc = NH_OK;
 
@@ -365,7 +401,12 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
             norm_inf(b->x, n, nl, nv, nx);
             norm_inf(coef + p * m, n, nl, nv, n2);
             if (p > 1) norm_inf(coef + (p - 1) * m, n, nl, nv, n1);
-            jz_steps(nx, n1, n2, nv, nr, rtol, atol, o->order > 0, ip, ip1, p > 1, fac, hjz);
+            if (p > 2) norm_inf(coef + (p - 2) * m, n, nl, nv, n0);
+            jz_steps(nx, n0, n1, n2, nv, nr, rtol, atol, o->order > 0, ip, ip1, ip0, p > 1,
+                     p > 2, fac, hjz);
+            for (int64_t l = 0; l < nv; ++l)
+                if (n2[l] == 0.0 && (p == 1 || n1[l] == 0.0) && (p <= 2 || n0[l] == 0.0))
+                    hjz[l] = sparse_step(coef, p, n, nl, l, nx[l], rtol, atol, o->order > 0, fac);
         }
         /* per-lane loops over the slots in use (nv): the others are never active */
         for (int64_t l = 0; l < nv; ++l) {
@@ -374,7 +415,8 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
             if (!b->active[l]) continue;
             double h = o->h;
             if (!fixed) {
-                if (!isfinite(n2[l]) || (p > 1 && !isfinite(n1[l]))) {
+                if (!isfinite(n2[l]) || (p > 1 && !isfinite(n1[l])) ||
+                    (p > 2 && !isfinite(n0[l]))) {
                     nh_fail(b, l, NH_LANE_NONFINITE);
                     continue;
                 }

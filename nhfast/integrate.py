@@ -256,7 +256,10 @@ def integrate(
         Adaptive embedded pairs (``dopri5``, ``dop853``), the adaptive Taylor-series method
         (``taylor``: the series of the solution to order ``order`` from the system's Taylor
         kernel, ``system.compile_taylor()``, one kernel call per step; step size per
-        trajectory from the last two coefficients, Jorba & Zou 2005, as heyoka), or
+        trajectory from the last three coefficients by Jorba & Zou's rule, 2005, who take
+        two, as heyoka does: the third guards series that vanish, or nearly, at two orders
+        in a row, such as x'' = -x^3 from (0, 1); where all three vanish, the highest
+        non-zero order from ``order/2`` on, or one step to the end if there is none), or
         fixed-step schemes; ``leapfrog``
         (Stormer-Verlet) needs a separable partitioned system, the Gauss-Legendre schemes
         (``midpoint``, ``gauss4``, ``gauss6``) are symplectic for Hamiltonian systems.
@@ -328,7 +331,8 @@ def integrate(
         ``method="taylor"`` only: the order of the series, 1 to
         ``nhfast._abi.TAYLOR_MAX_ORDER`` (100); None: from the tolerance (see ``rtol``).
         With a fixed order the step is ``min_k (eps s / |x^[k]|)^(1/k) exp(-0.7/(order-1))``
-        over k = order - 1, order (``eps s``: ``atol``, or ``rtol |x|`` where that is larger).
+        over k = order - 2 .. order (``eps s``: ``atol``, or ``rtol |x|`` where that is
+        larger).
     watch_domain : bool
         Watch the conditions ``expr > 0`` of the system's ``domain`` (a chart's domain) along
         the trajectories; a trajectory that leaves it ends with status ``"left_domain"``,

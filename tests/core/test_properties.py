@@ -144,7 +144,14 @@ def times(draw):
     return t
 
 
-METHOD_H = {"dop853": None, "dopri5": None, "rk4": 2e-3, "gauss4": 1e-2, "gauss6": 2e-2}
+METHOD_H = {
+    "dop853": None,
+    "dopri5": None,
+    "taylor": None,
+    "rk4": 2e-3,
+    "gauss4": 1e-2,
+    "gauss6": 2e-2,
+}
 
 
 @st.composite

@@ -387,6 +387,50 @@ def test_closed_form_nonautonomous_with_initial_time():
             assert err < tol, (err, res.stats["steps"])
 
 
+@pytest.mark.parametrize(
+    "rhs, x0, tol",
+    [
+        # x'' = -x^3 from (x0, 1): x' vanishes (nearly) at orders 2, 3 mod 4; order 15
+        ("duffing", [0.0, 1.0], 1e-12),
+        ("duffing", [1e-12, 1.0], 1e-12),
+        ("duffing", [1e-8, 1.0], 2e-12),
+        # y' = 1 - y^3 from (near) 0: coefficients at orders 1 mod 3 (nearly) only
+        ("cubic", [0.0], 1e-12),
+        ("cubic", [1e-8], 1e-9),
+        ("cubic", [2e-280], 1e-12),
+        # y' = 1 - y^4 from 0: orders 1 mod 4 only, three zero orders in a row
+        ("quartic", [0.0], 1e-12),
+    ],
+)
+def test_series_that_vanish_at_the_last_orders(rhs, x0, tol):
+    """Steps from series whose last coefficients vanish, or nearly, without the series
+    ending: Jorba & Zou's rule on the last two orders took one step to the end there (x'' =
+    -x^3 from (0, 1) at tol 1e-12: an error of 500 at t = 3; from (1e-12, 1): 1.7e-3). The
+    final state must agree with SciPy's DOP853 at tight tolerance."""
+    x, v = sp.symbols("x v")
+    f = {
+        "duffing": ([x, v], [v, -(x**3)], lambda t, u: [u[1], -(u[0] ** 3)]),
+        "cubic": ([x], [1 - x**3], lambda t, u: [1 - u[0] ** 3]),
+        "quartic": ([x], [1 - x**4], lambda t, u: [1 - u[0] ** 4]),
+    }[rhs]
+    vf = nh.VectorField(f[0], f[1])
+    T = 3.0 if rhs == "duffing" else 1.0
+    res = nh.integrate(vf, np.array(x0), [0.0, T], method="taylor", rtol=tol, atol=tol)
+    ref = solve_ivp(f[2], (0.0, T), x0, method="DOP853", rtol=1e-13, atol=1e-14)
+    err = np.max(np.abs(res.y[0, -1] - ref.y[:, -1]))
+    assert err < 50 * tol, (err, res.stats["steps"])
+
+
+def test_polynomial_solution_takes_one_step():
+    """x' = 1, y' = x: the series ends at order 2 (every later coefficient is exactly zero),
+    so one step reaches the end, exactly."""
+    x, y = sp.symbols("x y")
+    vf = nh.VectorField([x, y], [sp.Integer(1), x])
+    res = nh.integrate(vf, np.array([0.5, -1.0]), [0.0, 7.0], method="taylor")
+    assert res.stats["steps"][0] == 1
+    np.testing.assert_allclose(res.y[0, -1], [7.5, -1.0 + 0.5 * 7 + 24.5], rtol=1e-15)
+
+
 # ---------------------------------------------------------------------- first integrals ----
 @pytest.mark.parametrize("name", _cases([n for n in CASES if CASES[n].invariants]))
 def test_first_integrals(name):
