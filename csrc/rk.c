@@ -145,8 +145,8 @@ static int initial_step(nh_block *b, const nh_pair *p, const unsigned char *fres
          * with a step-size underflow where nothing is singular (Hairer's code stops there
          * too; SciPy raises its steps to 10 eps |t|). Too long a first step is rejected and
          * shrunk by the error control. */
-        const double floor = 1000.0 * 2.220446049250313e-16 * fabs(b->tl[l]);
-        if (hh < floor) hh = NH_MIN(floor, span);
+        const double hmin = 1000.0 * 2.220446049250313e-16 * fabs(b->tl[l]);
+        if (hh < hmin) hh = NH_MIN(hmin, span);
         h[l] = dir * hh;
     }
     return NH_OK;

@@ -240,6 +240,14 @@ NH_INLINE nh_vec nh_vexp(nh_vec y) {
 }
 #endif
 
+/* e s of Jorba & Zou's rule for a lane whose state has the norm nx (see jz_steps). */
+static inline double jz_scale(double nx, double rtol, double atol, int tol_in_radius) {
+    const int absolute = rtol * nx <= atol;
+    const double s = absolute ? 1.0 : nx;
+    const double e = tol_in_radius ? (absolute ? atol : rtol) : 1.0;
+    return e * s;
+}
+
 /* Step sizes of Jorba & Zou for the lanes [0, nr) (nr: nv, the lanes in use, rounded up to
  * a multiple of NH_VW; at most nl):
  * h = fac min(r0, r1, r2), r_k = (e s / |x^[k]|)^(1/k) with the norms nx (state), n0 (order
@@ -291,12 +299,10 @@ NH_INLINE void jz_steps(const double *restrict nx, const double *restrict n0,
     }
 #else
     for (int64_t l = 0; l < nr; ++l) {
-        const int absolute = rtol * nx[l] <= atol;
-        const double s = absolute ? 1.0 : nx[l];
-        const double e = tol_in_radius ? (absolute ? atol : rtol) : 1.0;
-        const double a2 = log(e * s / n2[l]) * ip;
-        const double a1 = has1 ? log(e * s / n1[l]) * ip1 : INFINITY;
-        const double a0 = has0 ? log(e * s / n0[l]) * ip0 : INFINITY;
+        const double es = jz_scale(nx[l], rtol, atol, tol_in_radius);
+        const double a2 = log(es / n2[l]) * ip;
+        const double a1 = has1 ? log(es / n1[l]) * ip1 : INFINITY;
+        const double a0 = has0 ? log(es / n0[l]) * ip0 : INFINITY;
         h[l] = exp(NH_MIN(NH_MIN(a1, a2), a0)) * fac;
     }
 #endif
@@ -316,10 +322,7 @@ static double sparse_step(const double *coef, int64_t p, int64_t n, int64_t nl, 
         double nk = 0.0;
         for (int64_t i = 0; i < n; ++i) nk = NH_MAX(nk, fabs(coef[k * m + i * nl + l]));
         if (nk == 0.0) continue;
-        const int absolute = rtol * nx <= atol;
-        const double s = absolute ? 1.0 : nx;
-        const double e = tol_in_radius ? (absolute ? atol : rtol) : 1.0;
-        return exp((log(e * s) - log(nk)) / (double)k) * fac;
+        return exp((log(jz_scale(nx, rtol, atol, tol_in_radius)) - log(nk)) / (double)k) * fac;
     }
     return INFINITY;
 }

@@ -217,6 +217,14 @@ def _positive_ints(**values) -> None:
             return
 
 
+def _plain_ints(*values: Any) -> bool:
+    """Whether every value is a plain int >= 1 (then :func:`positive_ints` passes)."""
+    for v in values:
+        if type(v) is not int or v < 1:
+            return False
+    return True
+
+
 def integrate(
     system: VectorField,
     x0,
@@ -389,21 +397,11 @@ def integrate(
     else:
         x, t, par = fast
     ntraj = x.shape[0]
-    # plain positive floats and ints pass in one test (the common call); anything else is
-    # checked one by one, which names what is wrong
-    if not (
-        type(rtol) is float and type(atol) is float and type(tol) is float
-        and 0.0 < rtol < math.inf and 0.0 < atol < math.inf and 0.0 < tol < math.inf
-    ):  # fmt: skip
-        rtol = _positive(rtol, "rtol")
-        atol = _positive(atol, "atol")
-        tol = _positive(tol, "tol")
+    rtol = _positive(rtol, "rtol")
+    atol = _positive(atol, "atol")
+    tol = _positive(tol, "tol")
     # the integers first: the step count of a fixed-step method is compared with max_steps
-    if not (
-        type(threads) is int and type(max_steps) is int and type(max_iter) is int
-        and type(block) is int and threads >= 1 and max_steps >= 1 and max_iter >= 1
-        and block >= 1
-    ):  # fmt: skip
+    if not _plain_ints(threads, max_steps, max_iter, block):
         _positive_ints(threads=threads, max_steps=max_steps, max_iter=max_iter, block=block)
     if method in ADAPTIVE:
         h0 = 0.0 if h is None else _positive(h, "h")
