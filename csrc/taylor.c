@@ -182,63 +182,205 @@ NH_INLINE nh_vec nh_ld_each(const double *p) {
     return v;
 }
 
-/* Natural logarithm of NH_VW positive finite values, about 1e-15 absolute: x = m 2^e with m in
- * [sqrt(1/2), sqrt(2)), log m = 2 atanh(s), s = (m - 1)/(m + 1), |s| < 0.172, by its series to
- * s^15. Zero and subnormals give about -709 (enough: they only make a step long). Branch-free
- * vector code: the step sizes of a block cost no calls into libm (one log and one exp per
- * lane and step there were 15 % of a Henon-Heiles batch). */
+/* NH_VW flags (bytes) as a mask: -1 where set */
+NH_INLINE nh_ivec nh_flags(const unsigned char *f) {
+    nh_ivec m;
+    for (int c = 0; c < NH_VW; ++c) m[c] = -(long long)(f[c] != 0);
+    return m;
+}
+
+/* whether any lane of the mask is set */
+NH_INLINE int nh_any(nh_ivec m) {
+    long long a = 0;
+    for (int c = 0; c < NH_VW; ++c) a |= m[c];
+    return a != 0;
+}
+
+/* a where m is set (-1), else b */
+NH_INLINE nh_vec nh_sel(nh_ivec m, nh_vec a, nh_vec b) {
+    return (nh_vec)(((nh_ivec)a & m) | ((nh_ivec)b & ~m));
+}
+
+/* Natural logarithm of NH_VW positive finite values, absolute error below 1e-7 (a step size
+ * h = exp(a) needs no more: its relative error stays below 1e-8): x = m 2^e with m in
+ * [sqrt(1/2), sqrt(2)), log x = e log 2 + t P(t), t = m - 1, P of degree 7 interpolating
+ * log(1 + t) / t at Chebyshev points of that interval (6e-8). No division: the step sizes of
+ * a block wait on it (one log and one exp per lane and step in libm were 15 % of a
+ * Henon-Heiles batch, the series of atanh with its division a quarter of what was left).
+ * Zero and subnormals give about -709 (enough: they only make a step long). */
 NH_INLINE nh_vec nh_vlog(nh_vec x) {
     const nh_ivec u = (nh_ivec)x;
     const nh_ivec frac = u & nh_isplat(0x000fffffffffffffLL);
     nh_ivec eb = (u >> 52) & nh_isplat(0x7ff);
     nh_vec m = (nh_vec)(frac | nh_isplat(0x3ff0000000000000LL)); /* [1, 2) */
     const nh_ivec big = m > nh_splat(1.4142135623730951);        /* -1 where true */
-    m = (nh_vec)(((nh_ivec)(m * nh_splat(0.5)) & big) | ((nh_ivec)m & ~big));
+    m = nh_sel(big, m * nh_splat(0.5), m);
     eb = eb - big;
     /* the exponent as a double: 2^52 + eb has eb in its low bits */
     const nh_vec e =
         (nh_vec)(eb | nh_isplat(0x4330000000000000LL)) - nh_splat(4503599627370496.0 + 1023.0);
-    const nh_vec s = (m - nh_splat(1.0)) / (m + nh_splat(1.0)), s2 = s * s, s4 = s2 * s2;
-    const nh_vec s8 = s4 * s4;
-    /* 2 (1 + s2/3 + ... + s2^7/15) by Estrin's scheme (a short chain: one lane's step waits
-     * on it); the first term left out, 2 s^17/17, is below 1e-13 */
-    const nh_vec q01 = nh_splat(2.0) + nh_splat(2.0 / 3.0) * s2;
-    const nh_vec q23 = nh_splat(2.0 / 5.0) + nh_splat(2.0 / 7.0) * s2;
-    const nh_vec q45 = nh_splat(2.0 / 9.0) + nh_splat(2.0 / 11.0) * s2;
-    const nh_vec q67 = nh_splat(2.0 / 13.0) + nh_splat(2.0 / 15.0) * s2;
-    const nh_vec q = (q01 + q23 * s4) + (q45 + q67 * s4) * s8;
-    return e * nh_splat(0.6931471805599453) + s * q;
+    const nh_vec t = m - nh_splat(1.0), t2 = t * t, t4 = t2 * t2;
+    /* P by Estrin's scheme (a short chain: one lane's step waits on it) */
+    const nh_vec q01 = nh_splat(0.9999999425426722) + nh_splat(-0.5000036309272986) * t;
+    const nh_vec q23 = nh_splat(0.33335114140346267) + nh_splat(-0.24970071685053416) * t;
+    const nh_vec q45 = nh_splat(0.1989856504825392) + nh_splat(-0.17247013303905104) * t;
+    const nh_vec q67 = nh_splat(0.16234189799048054) + nh_splat(-0.10134056750721351) * t;
+    const nh_vec q = (q01 + q23 * t2) + (q45 + q67 * t2) * t4;
+    return e * nh_splat(0.6931471805599453) + t * q;
 }
 
-/* exp of NH_VW values, relative error about 1e-13; below about -745 it gives 0 (or a
- * subnormal), above about 709.8 infinity. y = (k + f) ln 2 with k an integer and |f| <= 1/2:
- * exp(f ln 2) by its Taylor polynomial to degree 11, 2^k as two factors (|k| <= 1100 after
- * clamping, each factor a normal number, so the shifts below stay in range). NaN gives 0
- * (its lanes fail before their step is used). */
+/* exp of NH_VW values, relative error about 2e-10, for step sizes: below about -708 it gives
+ * 2^-1022, above about 708 2^1022 (a step then fails as too short, or lands on the final
+ * time). y = (k + f) ln 2 with k an integer and |f| <= 1/2: exp(f ln 2) by its Taylor
+ * polynomial to degree 8, 2^k from its exponent bits. NaN gives 2^-1022 (its lanes fail
+ * before their step is used). */
 NH_INLINE nh_vec nh_vexp(nh_vec y) {
     nh_vec t = y * nh_splat(1.4426950408889634);
-    const nh_ivec hi = t > nh_splat(1100.0), lo = ~(t >= nh_splat(-1100.0)); /* NaN: low */
-    t = (nh_vec)(((nh_ivec)nh_splat(1100.0) & hi) | ((nh_ivec)nh_splat(-1100.0) & lo) |
-                 ((nh_ivec)t & ~(hi | lo)));
+    const nh_ivec hi = t > nh_splat(1022.0), lo = ~(t >= nh_splat(-1022.0)); /* NaN: low */
+    t = nh_sel(hi, nh_splat(1022.0), nh_sel(lo, nh_splat(-1022.0), t));
     const nh_vec magic = nh_splat(6755399441055744.0); /* 1.5 2^52: rounds to an integer */
     const nh_vec big = t + magic;
     const nh_vec kf = big - magic;
     const nh_ivec k = (nh_ivec)big - (nh_ivec)magic;
     const nh_vec r = (t - kf) * nh_splat(0.6931471805599453); /* |r| <= 0.347 */
-    /* sum_{j <= 11} r^j / j! by Estrin's scheme */
+    /* sum_{j <= 8} r^j / j! by Estrin's scheme */
     const nh_vec r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
     const nh_vec p01 = nh_splat(1.0) + r, p23 = nh_splat(0.5) + nh_splat(1.0 / 6.0) * r;
     const nh_vec p45 = nh_splat(1.0 / 24.0) + nh_splat(1.0 / 120.0) * r;
     const nh_vec p67 = nh_splat(1.0 / 720.0) + nh_splat(1.0 / 5040.0) * r;
-    const nh_vec p89 = nh_splat(1.0 / 40320.0) + nh_splat(1.0 / 362880.0) * r;
-    const nh_vec pab = nh_splat(1.0 / 3628800.0) + nh_splat(1.0 / 39916800.0) * r;
-    const nh_vec q = (p01 + p23 * r2) + (p45 + p67 * r2) * r4 + (p89 + pab * r2) * r8;
-    const nh_ivec k1 = k >> 1, k2 = k - k1;
-    const nh_vec f1 = (nh_vec)((k1 + nh_isplat(1023)) << 52);
-    const nh_vec f2 = (nh_vec)((k2 + nh_isplat(1023)) << 52);
-    return q * f1 * f2;
+    const nh_vec q = (p01 + p23 * r2) + (p45 + p67 * r2) * r4 + nh_splat(1.0 / 40320.0) * r8;
+    return q * (nh_vec)((k + nh_isplat(1023)) << 52);
 }
 #endif
+
+/* Whether every component of lane l of v (SoA, n components) is finite: the test of
+ * nh_finite_lanes for one lane. */
+static inline int finite_lane(const double *v, int64_t n, int64_t nl, int64_t l) {
+    double acc = 0.0;
+    for (int64_t i = 0; i < n; ++i) acc += v[i * nl + l] - v[i * nl + l];
+    return acc == 0.0;
+}
+
+/* The vector passes of a step (nh_run_taylor) over the whole vectors of lanes in use. Each
+ * settles the lanes of the usual case with the operations of the lane-by-lane code it stands
+ * for, in the same order (a lane's results do not depend on which code ran it), and sets
+ * todo[l] for the lanes that code must take, and for the lanes after the last whole vector
+ * (a small batch's lanes are written one by one: a vector load of them would wait on store
+ * forwarding, and one lane costs less in the lane-by-lane code). Without vector types every
+ * lane is left to it. */
+
+/* Steps (the rule in nh_run_taylor): hu and hit of the active lanes whose norms are finite,
+ * whose last coefficients are not all zero and whose step neither reaches the final time
+ * nor is too short; hu = 0, hit = 0 for idle lanes. */
+NH_INLINE void vec_steps(const nh_block *b, int fixed, int64_t p, double hfix, double hmax,
+                         double dir, double tfin, const double *n0, const double *n1,
+                         const double *n2, const double *hjz, double *hu, unsigned char *hit,
+                         unsigned char *todo) {
+    const int64_t nv = b->nw;
+#if NH_HAVE_VEC
+    const nh_vec zero = nh_splat(0.0);
+    const nh_ivec mag = nh_isplat(0x7fffffffffffffffLL);
+    int64_t l0 = 0;
+    for (; l0 + NH_VW <= nv; l0 += NH_VW) {
+        const nh_ivec act = nh_flags(b->active + l0);
+        nh_ivec odd = nh_isplat(0);
+        nh_vec h = nh_splat(hfix);
+        if (!fixed) {
+            /* orders a short series lacks count as zero (finite, and vanishing) */
+            const nh_vec d2 = nh_ld(n2 + l0);
+            const nh_vec d1 = p > 1 ? nh_ld(n1 + l0) : zero;
+            const nh_vec d0 = p > 2 ? nh_ld(n0 + l0) : zero;
+            const nh_ivec finite = (d2 - d2 == zero) & (d1 - d1 == zero) & (d0 - d0 == zero);
+            odd = ~finite | ((d2 == zero) & (d1 == zero) & (d0 == zero));
+            h = nh_ld(hjz + l0);
+        }
+        h = nh_sel(h < nh_splat(hmax), h, nh_splat(hmax));
+        const nh_vec tl = nh_ld(b->tl + l0);
+        const nh_vec rest = nh_splat(tfin) - tl;
+        const nh_ivec reach = h >= (nh_vec)((nh_ivec)rest & mag) * nh_splat(1.0 - 1e-12);
+        const nh_vec atl = (nh_vec)((nh_ivec)tl & mag);
+        const nh_vec floor_t = nh_sel(atl > nh_splat(1e-300), atl, nh_splat(1e-300));
+        const nh_ivec tiny = (h <= nh_splat(10.0 * 2.220446049250313e-16) * floor_t) |
+                             (h < nh_splat(1e-300));
+        odd = act & (odd | (tiny & ~reach));
+        const nh_ivec take = act & ~odd;
+        nh_st(hu + l0, nh_sel(take, nh_sel(reach, rest, nh_splat(dir) * h), zero));
+        const nh_ivec lands = take & reach;
+        for (int c = 0; c < NH_VW; ++c) {
+            hit[l0 + c] = (unsigned char)(lands[c] != 0);
+            todo[l0 + c] = (unsigned char)(odd[c] != 0);
+        }
+    }
+#else
+    const int64_t l0 = 0;
+    (void)fixed, (void)p, (void)hfix, (void)hmax, (void)dir, (void)tfin, (void)n0, (void)n1;
+    (void)n2, (void)hjz, (void)hu, (void)hit;
+#endif
+    memset(todo + l0, 1, (size_t)(nv - l0));
+}
+
+/* The new times (told: the old ones) and step counts of the active lanes whose new state xn
+ * is finite; todo: the active lanes whose state is not. */
+NH_INLINE void vec_advance(nh_block *b, const double *xn, const double *hu,
+                           const unsigned char *hit, double tfin, double *told,
+                           unsigned char *todo) {
+    const int64_t nv = b->nw, n = b->n, nl = b->nl;
+#if NH_HAVE_VEC
+    int64_t *steps = nh_cnt(b, NH_STAT_STEPS);
+    int64_t l0 = 0;
+    for (; l0 + NH_VW <= nv; l0 += NH_VW) {
+        nh_vec acc = nh_splat(0.0);
+        for (int64_t i = 0; i < n; ++i) {
+            const nh_vec v = nh_ld(xn + i * nl + l0);
+            acc += v - v;
+        }
+        const nh_ivec act = nh_flags(b->active + l0);
+        const nh_ivec ok = act & (acc == nh_splat(0.0));
+        const nh_vec tl = nh_ld(b->tl + l0);
+        nh_st(told + l0, tl);
+        const nh_vec tn = nh_sel(nh_flags(hit + l0), nh_splat(tfin), tl + nh_ld(hu + l0));
+        nh_st(b->tl + l0, nh_sel(ok, tn, tl));
+        nh_ivec s;
+        memcpy(&s, steps + l0, sizeof s);
+        s -= ok; /* + 1 where ok (-1) */
+        memcpy(steps + l0, &s, sizeof s);
+        const nh_ivec bad = act & ~ok;
+        for (int c = 0; c < NH_VW; ++c) todo[l0 + c] = (unsigned char)(bad[c] != 0);
+    }
+#else
+    const int64_t l0 = 0;
+    (void)n, (void)nl, (void)xn, (void)hu, (void)hit, (void)tfin, (void)told;
+#endif
+    memset(todo + l0, 1, (size_t)(nv - l0));
+}
+
+/* todo: the lanes with something to do after a step (nh_run_taylor): idle, an output time
+ * passed, landed on the final time, at the step limit, or with events (every lane). */
+NH_INLINE void vec_quiet(const nh_block *b, const unsigned char *hit, int events, double dir,
+                         int64_t max_steps, unsigned char *todo) {
+    const int64_t nv = b->nw;
+    int64_t l0 = 0;
+#if NH_HAVE_VEC
+    if (!events) {
+        const int64_t *steps = b->cnt + NH_STAT_STEPS * b->nl;
+        for (; l0 + NH_VW <= nv; l0 += NH_VW) {
+            nh_vec tk;
+            for (int c = 0; c < NH_VW; ++c) /* idle lanes may have passed the last */
+                tk[c] = b->t_eval[NH_MIN(b->kout[l0 + c], b->nt - 1)];
+            nh_ivec s;
+            memcpy(&s, steps + l0, sizeof s);
+            const nh_vec tl = nh_ld(b->tl + l0);
+            const nh_ivec busy = ~nh_flags(b->active + l0) | nh_flags(hit + l0) |
+                                 (nh_splat(dir) * (tl - tk) > nh_splat(0.0)) |
+                                 (s >= nh_isplat((long long)max_steps));
+            for (int c = 0; c < NH_VW; ++c) todo[l0 + c] = (unsigned char)(busy[c] != 0);
+        }
+    }
+#else
+    (void)hit, (void)events, (void)dir, (void)max_steps;
+#endif
+    memset(todo + l0, 1, (size_t)(nv - l0));
+}
 
 /* e s of Jorba & Zou's rule for a lane whose state has the norm nx (see jz_steps). */
 static inline double jz_scale(double nx, double rtol, double atol, int tol_in_radius) {
@@ -334,7 +476,8 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
     const int64_t p = nh_taylor_order(o->order, o->rtol, o->atol);
     if (p < 1 || p > NH_TAYLOR_MAX_ORDER) return NH_ERR_ARG;
     if (!nh_fits((p + 1) * n, nl)) return NH_ERR_SIZE;
-    const double dir = b->t_eval[b->nt - 1] >= b->t_eval[0] ? 1.0 : -1.0;
+    const double tfin = b->t_eval[b->nt - 1]; /* the final output time */
+    const double dir = tfin >= b->t_eval[0] ? 1.0 : -1.0;
     const double hmax = o->hmax > 0.0 ? o->hmax : INFINITY;
     const double rtol = o->rtol, atol = o->atol;
     /* Jorba & Zou's safety factors: exp(-2) exp(-0.7 / (p - 1)) with the order from the
@@ -347,19 +490,20 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
     const nh_events *ev = b->ev;
     const int64_t nev = ev ? ev->nev : 0;
 
-    /* coef [(p+1) n][nl], xn [n][nl], then per-lane arrays (8 nl); zero: padding stays finite */
-    double *buf = (double *)calloc((size_t)((p + 2) * m + 8 * nl), sizeof(double));
-    unsigned char *flags = (unsigned char *)calloc((size_t)(3 * nl), 1);
+    /* coef [(p+1) n][nl], xn [n][nl], then per-lane arrays (7 nl); zero: padding stays finite */
+    double *buf = (double *)calloc((size_t)((p + 2) * m + 7 * nl), sizeof(double));
+    unsigned char *flags = (unsigned char *)calloc((size_t)(4 * nl), 1);
     nh_ev_work w;
     if (!buf || !flags || nh_ev_alloc(&w, ev, n, nl) != NH_OK) {
         free(buf);
         free(flags);
         return NH_ERR_NOMEM;
     }
-    double *coef = buf, *xn = buf + (p + 1) * m;
+    /* xn: the new states of a step; it and the block's state trade buffers every step */
+    double *coef = buf, *xn = buf + (p + 1) * m, *const x_home = b->x;
     double *hu = xn + m, *told = hu + nl, *nx = told + nl, *n1 = nx + nl, *n2 = n1 + nl;
-    double *target = n2 + nl, *hjz = target + nl, *n0 = hjz + nl;
-    unsigned char *hit = flags, *fin = flags + nl, *fresh = flags + 2 * nl;
+    double *hjz = n2 + nl, *n0 = hjz + nl;
+    unsigned char *hit = flags, *fin = flags + nl, *fresh = flags + 2 * nl, *todo = flags + 3 * nl;
     const tay_poly poly = {coef, p, hu};
     const int64_t pad = nl - b->nw; /* padding slots, always idle */
     /* lanes the block-wide loops cover: the slots in use (a small batch in a block of
@@ -407,12 +551,14 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
             if (p > 2) norm_inf(coef + (p - 2) * m, n, nl, nv, n0);
             jz_steps(nx, n0, n1, n2, nv, nr, rtol, atol, o->order > 0, ip, ip1, ip0, p > 1,
                      p > 2, fac, hjz);
-            for (int64_t l = 0; l < nv; ++l)
-                if (n2[l] == 0.0 && (p == 1 || n1[l] == 0.0) && (p <= 2 || n0[l] == 0.0))
-                    hjz[l] = sparse_step(coef, p, n, nl, l, nx[l], rtol, atol, o->order > 0, fac);
         }
-        /* per-lane loops over the slots in use (nv): the others are never active */
+        /* Each lane's step: the vector pass settles the usual lanes (active, finite norms, a
+         * series that does not vanish at its last orders, a step neither landing on the
+         * final time nor too short), with the operations of the lane-by-lane rule below;
+         * the rule takes the others (todo). */
+        vec_steps(b, fixed, p, o->h, hmax, dir, tfin, n0, n1, n2, hjz, hu, hit, todo);
         for (int64_t l = 0; l < nv; ++l) {
+            if (!todo[l]) continue;
             hit[l] = 0;
             hu[l] = 0.0;
             if (!b->active[l]) continue;
@@ -424,10 +570,11 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
                     continue;
                 }
                 h = hjz[l];
+                if (n2[l] == 0.0 && (p == 1 || n1[l] == 0.0) && (p <= 2 || n0[l] == 0.0))
+                    h = sparse_step(coef, p, n, nl, l, nx[l], rtol, atol, o->order > 0, fac);
             }
             h = NH_MIN(h, hmax);
-            target[l] = b->t_eval[b->nt - 1];
-            const double rest = target[l] - b->tl[l];
+            const double rest = tfin - b->tl[l];
             if (h >= fabs(rest) * (1.0 - 1e-12)) {
                 hu[l] = rest;
                 hit[l] = 1;
@@ -439,16 +586,18 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
             }
         }
         horner_block(coef, p, n, nl, nv, hu, xn);
-        nh_finite_lanes(xn, n, nl, fin);
+        /* The new times: lanes whose new state is not finite fail (todo). */
         int64_t *steps = nh_cnt(b, NH_STAT_STEPS);
+        vec_advance(b, xn, hu, hit, tfin, told, todo);
         for (int64_t l = 0; l < nv; ++l) {
+            if (!todo[l]) continue;
             told[l] = b->tl[l];
             if (!b->active[l]) continue;
-            if (!fin[l]) {
+            if (!finite_lane(xn, n, nl, l)) {
                 nh_fail(b, l, NH_LANE_NONFINITE);
                 continue;
             }
-            b->tl[l] = hit[l] ? target[l] : b->tl[l] + hu[l];
+            b->tl[l] = hit[l] ? tfin : b->tl[l] + hu[l];
             steps[l] += 1;
         }
         /* Events on the series of the steps just taken. */
@@ -472,27 +621,26 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
             for (int64_t j = 0; j < nev * nl; ++j)
                 if (b->active[j % nl]) w.g0[j] = w.g1[j];
         }
-        /* The new states of the lanes still active, in one pass over the block (a copy per
-         * lane strides through the components), then the outputs inside the steps from the
-         * series. */
+        /* The new states of the lanes still active: xn becomes the block's state, the
+         * lanes no longer active keeping their last one (no copy in the usual case, every
+         * slot in use active), then the outputs inside the steps from the series. */
         int64_t nact = 0;
         for (int64_t l = 0; l < nv; ++l) nact += b->active[l];
-        if (nact == nv) { /* the usual case: every slot in use is active */
-            for (int64_t i = 0; i < n; ++i)
-                memcpy(b->x + i * nl, xn + i * nl, sizeof(double) * (size_t)nv);
-        } else {
+        if (nact < nv)
             for (int64_t i = 0; i < n; ++i) {
-                double *restrict xi = b->x + i * nl;
-                const double *restrict ni = xn + i * nl;
-                for (int64_t l = 0; l < nv; ++l) xi[l] = b->active[l] ? ni[l] : xi[l];
+                double *restrict ni = xn + i * nl;
+                const double *restrict xi = b->x + i * nl;
+                for (int64_t l = 0; l < nv; ++l) ni[l] = b->active[l] ? ni[l] : xi[l];
             }
-        }
-        idle = nl - nv; /* padding slots: always idle */
+        double *const xold = b->x;
+        b->x = xn;
+        xn = xold;
+        /* Outputs, the end of a trajectory: the vector pass leaves out the lanes with
+         * nothing to do (active, no output time passed, not at the final time, under the
+         * step limit; every lane with events). */
+        vec_quiet(b, hit, ev != NULL, dir, o->max_steps, todo);
         for (int64_t l = 0; l < nv; ++l) {
-            if (!b->active[l]) {
-                ++idle;
-                continue;
-            }
+            if (!todo[l] || !b->active[l]) continue;
             const int st = ev && w.stop[l];
             const double tlim = st ? w.tstop[l] : b->tl[l];
             while (b->kout[l] < b->nt) {
@@ -510,7 +658,6 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
                 }
                 b->kout[l] = b->nt;
                 nh_retire(b, l);
-                ++idle;
                 continue;
             }
             if (hit[l]) { /* landed on the final output time */
@@ -519,14 +666,16 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
                     b->kout[l] += 1;
                 }
                 nh_retire(b, l);
-                ++idle;
                 continue;
             }
-            if (steps[l] >= o->max_steps) {
-                nh_fail(b, l, NH_LANE_MAX_STEPS);
-                ++idle;
-            }
+            if (steps[l] >= o->max_steps) nh_fail(b, l, NH_LANE_MAX_STEPS);
         }
+        idle = nl; /* padding slots are always idle */
+        for (int64_t l = 0; l < nv; ++l) idle -= b->active[l];
+    }
+    if (b->x != x_home) { /* the block's state goes back to its own buffer */
+        memcpy(x_home, b->x, sizeof(double) * (size_t)m);
+        b->x = x_home;
     }
     free(buf);
     free(flags);
