@@ -102,6 +102,9 @@ typedef struct {
     int64_t nstiff;    /* adaptive: stiffness test from every nstiff-th accepted step (see
                           NH_LANE_STIFF); 0: no test */
     int64_t order;     /* NH_TAYLOR: order of the series, 0: from the tolerance (taylor.c) */
+    int64_t order_auto; /* NH_TAYLOR with order 0: the order to run at instead of the
+                           tolerance's p0 (0: p0), with p0's accuracy (taylor.c, nh_run_taylor);
+                           nhfast picks it from the kernel's cost */
 } nh_options;
 
 /*
@@ -146,8 +149,9 @@ typedef struct nh_block nh_block;
 int nh_run_adaptive(nh_block *b);
 int nh_run_fixed(nh_block *b);
 int nh_run_taylor(nh_block *b);
-/* The order the Taylor method runs at: `order` if positive, else from min(rtol, atol) (taylor.c;
- * nhfast's front end compiles the kernel for it). */
+/* The order p0 of the tolerance: `order` if positive, else from min(rtol, atol) (taylor.c). A
+ * run takes opt->order_auto instead when it is positive (nhfast's front end compiles the
+ * kernel for the order a run takes). */
 int64_t nh_taylor_order(int64_t order, double rtol, double atol);
 /* Doubles per lane slot of a scheme's block-wide work (see nh_block_width in driver.c). */
 int64_t nh_taylor_work(const nh_options *o, int64_t n);

@@ -94,6 +94,7 @@ def integrate_batch(
     x_end: NDArray[np.float64] | None = None,
     derive: CapsuleType | None = None,
     nderived: int = 0,
+    order_auto: int = 0,
 ) -> None: ...
 def all_positive_rows(
     kernel: CapsuleType,

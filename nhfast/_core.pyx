@@ -95,6 +95,7 @@ cdef extern from "nh_core.h":
         nh_interrupt *stop
         int64_t nstiff
         int64_t order
+        int64_t order_auto
     int NH_NSTATS
     int NH_LANE_INTERRUPTED
     int NH_ERR_INTERRUPTED
@@ -522,7 +523,7 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
                     double rtol, double atol, double h, double hmax, max_steps,
                     double tol, max_iter, threads=1, block=64, nstiff=0, t_end=None,
                     dense=False, events=None, taylor=None, order=0, x_end=None,
-                    derive=None, nderived=0):
+                    derive=None, nderived=0, order_auto=0):
     """Integrate every lane of a batch; see ``nhfast.integrate`` for the meaning of each field.
 
     ``par`` has one row per lane, or a single row that is broadcast. Each thread runs one
@@ -547,8 +548,11 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
 
     ``taylor`` (method taylor, required there; ``rhs`` may then be None): a capsule of the
     system's Taylor kernel (:func:`taylor_capsule`), called with ``ctx`` like ``rhs``;
-    ``order``: its order (0: from the tolerance, else 1 .. :data:`TAYLOR_MAX_ORDER`). With
-    the Taylor method ``h > 0`` is a fixed step size, outputs and events always come from the
+    ``order``: its order (0: from the tolerance, else 1 .. :data:`TAYLOR_MAX_ORDER`);
+    ``order_auto`` (with ``order`` 0; 0: none): the order to run at instead of the
+    tolerance's ``p0`` (:func:`taylor_order`), with the accuracy of the rule at ``p0`` (the
+    radius of convergence shrunk by ``exp(-2 p0 / p)`` instead of ``exp(-2)``). With the
+    Taylor method ``h > 0`` is a fixed step size, outputs and events always come from the
     series (``dense`` changes nothing).
 
     ``events`` (needs ``dense``, except with the Taylor method): None, or ``(kernel, ctx, direction, terminal, t, which, y,
@@ -596,6 +600,7 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     opt.nstiff = _int_arg(nstiff, "nstiff", 0, _INT64_MAX)
     _int_arg(threads, "threads", 1, _INT32_MAX)
     opt.order = _int_arg(order, "order", 0, NH_TAYLOR_MAX_ORDER)
+    opt.order_auto = _int_arg(order_auto, "order_auto", 0, NH_TAYLOR_MAX_ORDER)
     a.dense = 1 if dense else 0
     if a.dense and opt.method != NH_DOP853 and opt.method != NH_TAYLOR:
         raise ValueError("dense output is implemented for the DOP853 and Taylor methods only")

@@ -19,6 +19,7 @@ import numpy as np
 
 from nhfast import _core
 from nhfast._cache import memo, peek
+from nhfast.codegen import cost_order
 from nhfast.events import DomainWatch, domain_watch, event_kernel
 from nhfast.vectorfield import VectorField
 
@@ -70,17 +71,17 @@ class CallPlan:
             got = self._rhs[wanted] = self._owner().compile(wanted).integrator_rhs()
         return got
 
-    def taylor_kernel(self, order: int, rtol: float, atol: float) -> tuple[Any, Any]:
-        """(capsule, ctx) of the system's Taylor kernel for the order the core runs at with
-        ``order`` (0: from the tolerance) and ``rtol``, ``atol`` (see :func:`taylor_kernel`,
-        ``_core.taylor_order``); looked up once per such triple (a few kept)."""
-        key = (order, rtol, atol)
+    def taylor_kernel(
+        self, order: int, rtol: float, atol: float, events: bool
+    ) -> tuple[Any, Any, int]:
+        """:func:`taylor_kernel` of the system, looked up once per ``(order, rtol, atol,
+        events)`` (a few kept)."""
+        key = (order, rtol, atol, events)
         got = self._taylor.get(key)
         if got is None:
             if len(self._taylor) >= 64:  # a sweep over tolerances: keep the table small
                 self._taylor.clear()
-            p = _core.taylor_order(order, rtol, atol)
-            got = self._taylor[key] = taylor_kernel(self._owner(), p)
+            got = self._taylor[key] = taylor_kernel(self._owner(), order, rtol, atol, events)
         return got
 
     def domain_watch(self) -> DomainWatch | None:
@@ -164,13 +165,26 @@ class CallPlan:
         return _core.all_positive_rows(cap, ctx, m, t, y[0], par[0])
 
 
-def taylor_kernel(system: VectorField, order: int | None = None) -> tuple[Any, Any]:
-    """(capsule, ctx) of the system's Taylor kernel (``system.compile_taylor(order)``: with a
-    pass unrolled for ``order`` where that pays); its ``nh_taylor`` takes any order."""
+def taylor_kernel(
+    system: VectorField, order: int, rtol: float, atol: float, events: bool = False
+) -> tuple[Any, Any, int]:
+    """(capsule, ctx, order_auto) of a Taylor run of ``system`` with ``order`` (0: from the
+    tolerance), ``rtol``, ``atol`` and ``events`` (whether the run locates events, the
+    domain's included): the core's ``order_auto`` and the kernel ``system.compile_taylor(p)``
+    for the order ``p`` the run takes (with a pass unrolled for it where that pays; its
+    ``nh_taylor`` takes any order).
+
+    ``order_auto`` is the order of least work (:func:`nhfast.codegen.cost_order`), or 0 (the
+    tolerance's order) with a given ``order`` or with events: they are found where their
+    function changes sign between the ends of a step, and the longer steps of a higher order
+    would miss more pairs of crossings inside one."""
     compile_taylor = getattr(system, "compile_taylor", None)
     if compile_taylor is None:
         raise TypeError(f"method='taylor': {type(system).__name__} has no Taylor kernels")
-    return (compile_taylor() if order is None else compile_taylor(order)).kernels["taylor"]
+    p = _core.taylor_order(order, rtol, atol)
+    auto = 0 if order or events else cost_order(compile_taylor().source, system.n_state, p)
+    cap, ctx = compile_taylor(auto or p).kernels["taylor"]
+    return cap, ctx, auto
 
 
 def call_plan(system: VectorField) -> CallPlan | None:

@@ -278,8 +278,11 @@ def integrate(
         ``threads``, ``observables``, ``max_steps``, ``tol``, ``max_iter``, ``keep_failed``,
         ``block``; ``rtol``, ``atol``, ``hmax`` do not apply).
     rtol, atol : float
-        Tolerances of the adaptive methods (``taylor``: the order, when ``order`` is None, is
-        ``ceil(1 - ln(min(rtol, atol)) / 2)``, at least 2).
+        Tolerances of the adaptive methods (``taylor``: with ``order`` None, the order
+        ``p0 = ceil(1 - ln(min(rtol, atol)) / 2)``, at least 2, as heyoka; a right-hand side
+        with few products runs at the higher order of least work of
+        :func:`nhfast.codegen.cost_order` with the accuracy of ``p0 + 1``; runs with events,
+        the domain's included, keep ``p0``).
     params : array_like, shape (n_params,) or (n_traj, n_params)
         Parameter values, required when the system has parameters.
     h : float, optional
@@ -446,12 +449,13 @@ def integrate(
         _warn_serial()
     wanted = ("observables",) if observables and system.observables else ()
     tcap = derive = None
-    nderived = 0
+    nderived = tauto = 0
     if taylor:
+        located = ev_spec is not None or bool(watch_domain and getattr(system, "domain", None))
         if plan is None:
-            tcap, ctx = taylor_kernel(system, _core.taylor_order(torder, rtol, atol))
+            tcap, ctx, tauto = taylor_kernel(system, torder, rtol, atol, located)
         else:
-            tcap, ctx = plan.taylor_kernel(torder, rtol, atol)
+            tcap, ctx, tauto = plan.taylor_kernel(torder, rtol, atol, located)
         cap = None
     else:
         cap, ctx, derive, nderived = (
@@ -489,12 +493,12 @@ def integrate(
         record = EventRecord.empty(ntraj, width, n)
         ev_args = (ev_cap, ev_ctx, spec[1], spec[2], record.t, record.which, record.y,
                    record.count)  # fmt: skip
-    # positional (nstiff, t_end, dense, events, taylor, order, x_end, derive, nderived):
-    # keywords cost the call 0.4 us
+    # positional (nstiff, t_end, dense, events, taylor, order, x_end, derive, nderived,
+    # order_auto): keywords cost the call 0.4 us
     _core.integrate_batch(
         cap, ctx, n, npar, split, METHODS[method], t, x, par, y, status, stats,
         rtol, atol, h0, hm, int(max_steps), tol, int(max_iter), int(threads), int(block),
-        nstiff, t_reached, bool(dense), ev_args, tcap, torder, x_end, derive, nderived,
+        nstiff, t_reached, bool(dense), ev_args, tcap, torder, x_end, derive, nderived, tauto,
     )  # fmt: skip
     note = ""
     if dom is not None:
@@ -524,7 +528,7 @@ def integrate(
                     rtol, atol, h0, hm, int(max_steps), tol, int(max_iter), int(threads),
                     int(block), nstiff=nstiff, t_end=np.full(m, t[0]), dense=bool(dense),
                     events=sub, taylor=tcap, order=torder, x_end=xe, derive=derive,
-                    nderived=nderived,
+                    nderived=nderived, order_auto=tauto,
                 )  # fmt: skip
                 note += domain_boundary(system, x, xe, par, status, t_reached, lanes)
     if watched and dom is None:

@@ -17,7 +17,7 @@ from nhfast.codegen.numpy_backend import (
     structured_numpy_kernels,
 )
 from nhfast.codegen.structured import UNROLL_MAX_N, generate_structured_c, program_digest
-from nhfast.codegen.taylor import generate_taylor_c, taylor_digest, unroll_pays
+from nhfast.codegen.taylor import cost_order, generate_taylor_c, taylor_digest, unroll_pays
 
 __all__ = [
     "UNROLL_MAX_N",
@@ -28,6 +28,7 @@ __all__ = [
     "SolveSpec",
     "Statement",
     "StructuredNumpyKernel",
+    "cost_order",
     "generate_c",
     "generate_structured_c",
     "generate_taylor_c",

@@ -17,7 +17,7 @@ import nhfast.codegen.taylor as taylor_gen
 from nhfast import _abi, _core
 from nhfast._core import taylor_order
 from nhfast.codegen import generate_taylor_c, unroll_pays
-from nhfast.codegen.taylor import unrolled_terms
+from nhfast.codegen.taylor import cost_order, unrolled_terms
 
 TOL = 1e-13  # order 16
 
@@ -120,14 +120,50 @@ def test_generate_rejects_a_bad_order(order):
 
 
 def test_integrate_compiles_the_order_it_runs_at():
-    """integrate at a tolerance builds (once) the kernel unrolled for the core's order."""
+    """integrate at a tolerance builds (once) the kernel unrolled for the order it runs at:
+    the cost model's (above the tolerance's p0 for this small right-hand side), p0 with
+    events."""
     from nhfast._cache import peek
 
     field = henon_heiles("hh integrate order")
     x0 = states(2)
-    for tol, p in [(1e-6, 8), (1e-13, 16)]:
+    source = field.compile_taylor().source
+    for tol, p0 in [(1e-6, 8), (1e-12, 15)]:
+        p = cost_order(source, 4, p0)
+        assert p0 < p <= 2 * p0
         assert peek(field, ("taylor", p)) is None
         res = nh.integrate(field, x0, [0.0, 1.0], method="taylor", rtol=tol, atol=tol)
         assert res.success and peek(field, ("taylor", p)) is not None
+        assert peek(field, ("taylor", p0)) is None
+        x = field.states[0]
+        res = nh.integrate(field, x0, [0.0, 1.0], method="taylor", rtol=tol, atol=tol,
+                           events=[(x - 5.0, 0, False)])  # fmt: skip
+        assert res.success and peek(field, ("taylor", p0)) is not None
     nh.integrate(field, x0, [0.0, 1.0], method="taylor", order=11, h=0.1)
     assert peek(field, ("taylor", 11)) is not None
+
+
+def test_cost_order_against_its_model():
+    """The order of least work per unit time, by brute force over the model's formula: the
+    tolerance's p0 for a large kernel, higher for a small one, never above 2 p0, p0 when the
+    cost is not known."""
+    import math
+
+    def model(conv, lin, n, p0, p):
+        a = taylor_gen.STEP_TERMS + taylor_gen.STEP_TERMS_PER_STATE * n
+        w = a + (lin + taylor_gen.HORNER_WEIGHT * n) * p + conv * p * (p + 1) / 2
+        pe = p0 + 1 if p > p0 else p0
+        return w * math.exp(2 * pe / p + 0.7 / (p - 1))
+
+    for conv, lin, n in [(3, 6, 4), (0, 2, 2), (31, 53, 8), (391, 833, 128), (66, 193, 64)]:
+        src = f"/* {taylor_gen._COST_TAG} conv={conv} lin={lin} */"
+        for p0 in (2, 8, 12, 19):
+            p = cost_order(src, n, p0)
+            assert p0 <= p <= 2 * p0
+            best = min(model(conv, lin, n, p0, q) for q in range(p0, 2 * p0 + 1))
+            assert model(conv, lin, n, p0, p) == best
+    small = f"/* {taylor_gen._COST_TAG} conv=3 lin=6 */"
+    large = f"/* {taylor_gen._COST_TAG} conv=391 lin=833 */"
+    assert cost_order(small, 4, 12) > 12 and cost_order(large, 128, 12) == 12
+    assert cost_order(f"/* {taylor_gen._COST_TAG} conv=3 lin=inf */", 4, 12) == 12
+    assert cost_order(None, 4, 12) == cost_order("no record", 4, 12) == 12

@@ -95,7 +95,7 @@ def blowup():
 
 
 def run(cap, x0, t, par, *, rtol=1e-12, atol=1e-12, h=0.0, hmax=0.0, order=0, threads=1,
-        block=64, max_steps=10**7, events=None, dense=False):  # fmt: skip
+        block=64, max_steps=10**7, events=None, dense=False, order_auto=0):  # fmt: skip
     """_core.integrate_batch with the Taylor method; returns (y, status, stats, t_end)."""
     x0 = np.ascontiguousarray(np.atleast_2d(x0), dtype=float)
     t = np.ascontiguousarray(t, dtype=float)
@@ -108,7 +108,7 @@ def run(cap, x0, t, par, *, rtol=1e-12, atol=1e-12, h=0.0, hmax=0.0, order=0, th
     _core.integrate_batch(
         None, None, n, par.shape[1], 0, _abi.METHODS["taylor"], t, x0, par, y, status, stats,
         rtol, atol, h, hmax, max_steps, 1e-14, 100, threads, block, t_end=t_end,
-        dense=dense, events=events, taylor=cap, order=order,
+        dense=dense, events=events, taylor=cap, order=order, order_auto=order_auto,
     )  # fmt: skip
     return y, status, stats, t_end
 
@@ -157,6 +157,42 @@ def test_order_from_the_tolerance_and_steps(expo):
         y, status, stats, _ = run(expo[0], [[1.0]], t, [[a]], rtol=tol, atol=tol)
         assert status[0] == 0 and stats[0, 0] == 11
         assert abs(y[0, 1, 0] - math.exp(a * 10.5 * h)) <= 4 * tol * math.exp(a * 10.5 * h)
+
+
+def test_order_auto_at_the_tolerance_order_is_the_tolerance_rule(osc):
+    """order_auto = p0 (the tolerance's order) is the rule at p0, bit for bit."""
+    x0 = np.array([[1.0, 0.0], [0.3, -0.7], [2.0, 1.0]])
+    t = np.linspace(0.0, 20.0, 9)
+    for tol in (1e-9, 1e-13):
+        p0 = _core.taylor_order(0, tol, tol)
+        a = run(osc[0], x0, t, [[1.3]], rtol=tol, atol=tol)
+        b = run(osc[0], x0, t, [[1.3]], rtol=tol, atol=tol, order_auto=p0)
+        assert all(np.array_equal(u, v) for u, v in zip(a, b, strict=True))
+
+
+def test_order_auto_steps_and_accuracy(osc, expo):
+    """Above p0 the radius shrinks by exp(-2 (p0 + 1) / p) (the rule's truncation error at
+    p0 + 1): the step of y' = a y by that rule, and on the oscillator fewer, longer steps
+    with an error at most that of the rule at p0 (plus round-off)."""
+    tol = 1e-10
+    p0 = _core.taylor_order(0, tol, tol)
+    for p in (p0 + 2, 2 * p0):
+        a = 1e-3  # relative regime: |y^[k]| = a^k / k!
+        rho = min(math.factorial(k) ** (1 / k) / a for k in (p - 2, p - 1, p))
+        h = rho * math.exp(-2 * (p0 + 1) / p) * math.exp(-0.7 / (p - 1))
+        t = np.array([0.0, 6.5 * h])  # six steps of h and a shorter last one
+        y, status, stats, _ = run(expo[0], [[1.0]], t, [[a]], rtol=tol, atol=tol, order_auto=p)
+        assert status[0] == 0 and stats[0, 0] == 7
+        assert abs(y[0, 1, 0] - math.exp(a * 6.5 * h)) <= 4 * tol * math.exp(a * 6.5 * h)
+    x0 = np.array([[1.0, 0.0], [0.3, -0.7], [2.0, 1.0]])
+    t = np.array([0.0, 60.0])
+    exact = osc_exact(x0, [1.3], t)
+    y0, _, s0, _ = run(osc[0], x0, t, [[1.3]], rtol=tol, atol=tol)
+    err0 = np.abs(y0 - exact).max()
+    for p in (p0 + 2, 2 * p0):
+        y, status, stats, _ = run(osc[0], x0, t, [[1.3]], rtol=tol, atol=tol, order_auto=p)
+        assert np.all(status == 0) and np.all(stats[:, 0] < s0[:, 0])
+        assert np.abs(y - exact).max() <= err0 + 1e-13
 
 
 @pytest.mark.parametrize("p", [2, 4, 6])
