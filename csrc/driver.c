@@ -108,6 +108,7 @@ int nh_integrate_block_ex(const nh_system *sys, const nh_options *opt, const dou
     b.t_end = t_end;
     b.x_end = x_end;
     b.err = NH_OK;
+    b.poll_tick = 0;
     /* the block's arrays in one zeroed allocation (eight of them cost a one-step call
      * about 0.3 us): 8-byte entries first, the bytes of `active` last */
     const size_t npw = (size_t)(npar_all > 0 ? npar_all * nl : 1);
