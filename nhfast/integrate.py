@@ -448,10 +448,11 @@ def integrate(
     if threads > 1 and not _core.HAVE_OPENMP:
         _warn_serial()
     wanted = ("observables",) if observables and system.observables else ()
+    watched = bool(watch_domain) and bool(getattr(system, "domain", None))
     tcap = derive = None
     nderived = tauto = 0
     if taylor:
-        located = ev_spec is not None or bool(watch_domain and getattr(system, "domain", None))
+        located = ev_spec is not None or watched  # events: the tolerance's order
         if plan is None:
             tcap, ctx, tauto = taylor_kernel(system, torder, rtol, atol, located)
         else:
@@ -475,7 +476,6 @@ def integrate(
     t_reached = t[:1].copy() if ntraj == 1 else np.full(ntraj, t[0])
     # the state where each trajectory stopped, to tell a stop at the domain's boundary: for
     # a small batch from the run itself; a large one reruns its candidates (see below)
-    watched = bool(watch_domain) and bool(getattr(system, "domain", None))
     x_end = np.empty((ntraj, n)) if watched and ntraj <= X_END_ROWS else None
     split = system.split or 0
     nstiff = NSTIFF if stiffness_check and method in ADAPTIVE and not taylor else 0
