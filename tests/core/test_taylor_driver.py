@@ -250,9 +250,44 @@ def test_blowup_stops_its_lane_with_a_status(blowup):
     assert status[1] == 0 and abs(y[1, 1, 0] - 0.1 / (1 - 0.2)) < 1e-12 * 0.125
 
 
-def test_max_steps(osc):
-    _, status, stats, _ = run(osc[0], [[1.0, 0.0]], [0.0, 100.0], [[1.0]], max_steps=5)
-    assert status[0] == _abi.LANE["max_steps"] and stats[0, 0] == 5
+def test_nonfinite_lanes_in_whole_vectors(expo, blowup):
+    """Lanes fail as non-finite in whole vectors of lanes as alone: series whose
+    coefficients overflow (y' = y^2 from 1e300: y^[1] = 1e600) at their first step, and a
+    fixed step whose sum overflows (y' = y, h = 1e200); the other lanes of the block go on."""
+    nonfinite = _abi.LANE["nonfinite"]
+    x0 = np.array([[1e300]] * 4 + [[0.1]] * 5)
+    y, status, _, t_end = run(blowup[0], x0, [0.0, 2.0], np.zeros((1, 0)))
+    assert np.all(status[:4] == nonfinite) and np.all(t_end[:4] == 0.0)
+    assert np.all(np.isnan(y[:4, 1])) and np.all(status[4:] == 0)
+    assert np.allclose(y[4:, 1, 0], 0.1 / (1 - 0.2), rtol=1e-12, atol=0)
+    for lanes in (1, 9):
+        y, status, _, t_end = run(expo[0], np.ones((lanes, 1)), [0.0, 1e201], [[1.0]], h=1e200,
+                                  order=4)  # fmt: skip
+        assert np.all(status == nonfinite) and np.all(t_end == 0.0)
+        assert np.all(np.isnan(y[:, 1]))
+
+
+@pytest.mark.parametrize("lanes", [1, 9])
+def test_max_steps(osc, lanes):
+    """Every lane stops at the step budget, alone and in whole vectors of lanes."""
+    x0 = np.column_stack([np.linspace(0.5, 1.5, lanes), np.zeros(lanes)])
+    _, status, stats, t_end = run(osc[0], x0, [0.0, 100.0], [[1.0]], max_steps=5)
+    assert np.all(status == _abi.LANE["max_steps"]) and np.all(stats[:, 0] == 5)
+    assert np.all(t_end < 100.0)
+
+
+@pytest.mark.parametrize("lanes", [1, 9])
+def test_landing_on_the_final_time(expo, lanes):
+    """A step lands on the final time only within 1e-12 of its length, in whole vectors of
+    lanes as alone: with the fixed step h a span of h (1 + 5e-10) takes two steps, a span of
+    h (1 + 5e-13) one."""
+    h = 0.25
+    x0 = np.ones((lanes, 1))
+    for stretch, steps in [(5e-10, 2), (5e-13, 1)]:
+        t1 = h * (1 + stretch)
+        y, status, stats, t_end = run(expo[0], x0, [0.0, t1], [[0.3]], h=h, order=12)
+        assert np.all(status == 0) and np.all(stats[:, 0] == steps) and np.all(t_end == t1)
+        assert np.allclose(y[:, 1, 0], np.exp(0.3 * t1), rtol=1e-14, atol=0)
 
 
 def _events(ntraj, direction, terminal, cap=64):
