@@ -343,6 +343,14 @@ static inline int nh_rhs_for(nh_block *b, const double *t, const double *x, doub
     return rc;
 }
 
+/* Whether every component of lane l of v (SoA, m components) is finite (see
+ * nh_finite_lanes). */
+static inline int nh_finite_lane(const double *v, int64_t m, int64_t nl, int64_t l) {
+    double acc = 0.0;
+    for (int64_t i = 0; i < m; ++i) acc += v[i * nl + l] - v[i * nl + l];
+    return acc == 0.0;
+}
+
 /* fin[l] = 1 if every component of v (SoA, m components) is finite in lane l: x - x is 0 for
  * a finite x and NaN for an infinite or NaN one, so a lane's sum of them is 0 exactly when
  * all are finite. The sums of a chunk stay in registers (no byte store and reload per
@@ -359,11 +367,7 @@ static inline void nh_finite_lanes(const double *v, int64_t m, int64_t nl, unsig
         for (int c = 0; c < NH_VW; ++c) fin[l0 + c] = (unsigned char)(ok[c] != 0);
     }
 #else
-    for (int64_t l = 0; l < nl; ++l) {
-        double acc = 0.0;
-        for (int64_t i = 0; i < m; ++i) acc += v[i * nl + l] - v[i * nl + l];
-        fin[l] = (unsigned char)(acc == 0.0);
-    }
+    for (int64_t l = 0; l < nl; ++l) fin[l] = (unsigned char)nh_finite_lane(v, m, nl, l);
 #endif
 }
 

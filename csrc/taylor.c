@@ -196,13 +196,6 @@ NH_INLINE nh_ivec nh_flags(const unsigned char *f) {
     return m;
 }
 
-/* whether any lane of the mask is set */
-NH_INLINE int nh_any(nh_ivec m) {
-    long long a = 0;
-    for (int c = 0; c < NH_VW; ++c) a |= m[c];
-    return a != 0;
-}
-
 /* a where m is set (-1), else b */
 NH_INLINE nh_vec nh_sel(nh_ivec m, nh_vec a, nh_vec b) {
     return (nh_vec)(((nh_ivec)a & m) | ((nh_ivec)b & ~m));
@@ -259,14 +252,6 @@ NH_INLINE nh_vec nh_vexp(nh_vec y) {
     return q * (nh_vec)((k + nh_isplat(1023)) << 52);
 }
 #endif
-
-/* Whether every component of lane l of v (SoA, n components) is finite: the test of
- * nh_finite_lanes for one lane. */
-static inline int finite_lane(const double *v, int64_t n, int64_t nl, int64_t l) {
-    double acc = 0.0;
-    for (int64_t i = 0; i < n; ++i) acc += v[i * nl + l] - v[i * nl + l];
-    return acc == 0.0;
-}
 
 /* The vector passes of a step (nh_run_taylor) over the whole vectors of lanes in use. Each
  * settles the lanes of the usual case with the operations of the lane-by-lane code it stands
@@ -363,13 +348,13 @@ NH_INLINE void vec_advance(nh_block *b, const double *xn, const double *hu,
 
 /* todo: the lanes with something to do after a step (nh_run_taylor): idle, an output time
  * passed, landed on the final time, at the step limit, or with events (every lane). */
-NH_INLINE void vec_quiet(const nh_block *b, const unsigned char *hit, int events, double dir,
+NH_INLINE void vec_quiet(nh_block *b, const unsigned char *hit, int events, double dir,
                          int64_t max_steps, unsigned char *todo) {
     const int64_t nv = b->nw;
     int64_t l0 = 0;
 #if NH_HAVE_VEC
     if (!events) {
-        const int64_t *steps = b->cnt + NH_STAT_STEPS * b->nl;
+        const int64_t *steps = nh_cnt(b, NH_STAT_STEPS);
         for (; l0 + NH_VW <= nv; l0 += NH_VW) {
             nh_vec tk;
             for (int c = 0; c < NH_VW; ++c) /* idle lanes may have passed the last */
@@ -606,7 +591,7 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
             if (!todo[l]) continue;
             told[l] = b->tl[l];
             if (!b->active[l]) continue;
-            if (!finite_lane(xn, n, nl, l)) {
+            if (!nh_finite_lane(xn, n, nl, l)) {
                 nh_fail(b, l, NH_LANE_NONFINITE);
                 continue;
             }

@@ -550,8 +550,9 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     system's Taylor kernel (:func:`taylor_capsule`), called with ``ctx`` like ``rhs``;
     ``order``: its order (0: from the tolerance, else 1 .. :data:`TAYLOR_MAX_ORDER`);
     ``order_auto`` (with ``order`` 0; 0: none): the order to run at instead of the
-    tolerance's ``p0`` (:func:`taylor_order`), with the accuracy of the rule at ``p0`` (the
-    radius of convergence shrunk by ``exp(-2 p0 / p)`` instead of ``exp(-2)``). With the
+    tolerance's ``p0`` (:func:`taylor_order`), with at least the accuracy of the rule at
+    ``p0`` (above ``p0`` the radius of convergence shrunk by ``exp(-2 (p0 + 1) / p)``, the
+    truncation error of the rule at ``p0 + 1``, instead of ``exp(-2)``). With the
     Taylor method ``h > 0`` is a fixed step size, outputs and events always come from the
     series (``dense`` changes nothing).
 
