@@ -30,7 +30,15 @@ pytestmark = pytest.mark.skipif(
 TIGHT = {"rtol": 1e-13, "atol": 1e-13}
 #: Cases run by default; the others (longer derivations or kernels that take 3-20 s to
 #: compile) are marked slow.
-DEFAULT = ("henon_heiles", "pendulum", "kepler", "duffing", "suslov", "veselova_structured_4")
+DEFAULT = (
+    "henon_heiles",
+    "pendulum",
+    "kepler",
+    "duffing",
+    "suslov",
+    "veselova_structured_4",
+    "veselova_structured_16",
+)
 
 
 # ------------------------------------------------------------------------ the systems ----
@@ -292,6 +300,16 @@ CASES: dict[str, Case] = {
         _draw_embedded(4, lambda rng: rng.uniform(1, 2, 4)),
         ("energy", "gamma_norm", "momentum_constraint"),
     ),
+    # 32 states, sums over 16 components: one trajectory's series packed (csrc/taylor.c),
+    # the kernel's sums in eight partial sums (taylor_ops.h). Its energy drifts about 0.06
+    # tol per time unit at tol 1e-12 (1.9 tol over 10 T = 30, with the sums left to right
+    # as well): the first-integral run is 10 time units long
+    "veselova_structured_16": Case(
+        lambda: veselova_structured(16),
+        _draw_embedded(16, lambda rng: rng.uniform(1, 2, 16)),
+        ("energy", "gamma_norm", "momentum_constraint"),
+        long=10.0,
+    ),
     "rigid_body_physical_5": Case(
         lambda: rigid_body(5, "physical"),
         _draw_embedded(5, _rb_params(5, "physical")),
@@ -421,14 +439,22 @@ def test_series_that_vanish_at_the_last_orders(rhs, x0, tol):
     assert err < 50 * tol, (err, res.stats["steps"])
 
 
-def test_polynomial_solution_takes_one_step():
-    """x' = 1, y' = x: the series ends at order 2 (every later coefficient is exactly zero),
-    so one step reaches the end, exactly."""
-    x, y = sp.symbols("x y")
-    vf = nh.VectorField([x, y], [sp.Integer(1), x])
-    res = nh.integrate(vf, np.array([0.5, -1.0]), [0.0, 7.0], method="taylor")
+@pytest.mark.parametrize("pairs", [1, 10])
+def test_polynomial_solution_takes_one_step(pairs):
+    """x' = 1, y' = x (``pairs`` copies: 20 states run one trajectory's series packed, see
+    csrc/taylor.c): the series ends at order 2 (every later coefficient is exactly zero), so
+    one step reaches the end, exactly."""
+    xs = sp.symbols(f"x:{pairs}")
+    ys = sp.symbols(f"y:{pairs}")
+    states = [s for pair in zip(xs, ys, strict=True) for s in pair]
+    rhs = [f for x in xs for f in (sp.Integer(1), x)]
+    vf = nh.VectorField(states, rhs)
+    x0 = np.tile([0.5, -1.0], pairs) + np.repeat(np.arange(pairs) / 8.0, 2)
+    res = nh.integrate(vf, x0, [0.0, 7.0], method="taylor")
     assert res.stats["steps"][0] == 1
-    np.testing.assert_allclose(res.y[0, -1], [7.5, -1.0 + 0.5 * 7 + 24.5], rtol=1e-15)
+    a, b = x0[0::2], x0[1::2]
+    exact = np.column_stack([a + 7.0, b + 7.0 * a + 24.5]).ravel()
+    np.testing.assert_allclose(res.y[0, -1], exact, rtol=1e-15)
 
 
 # ---------------------------------------------------------------------- first integrals ----
@@ -655,7 +681,9 @@ def test_poincare_section_henon_heiles_agrees_with_dop853_dense():
 
 
 # ------------------------------------------------------------------------- reproducibility ----
-@pytest.mark.parametrize("name", ["henon_heiles", "veselova_structured_4", "suslov"])
+@pytest.mark.parametrize(
+    "name", ["henon_heiles", "veselova_structured_4", "veselova_structured_16", "suslov"]
+)
 def test_bit_identical_across_threads_and_blocks(name):
     case = CASES[name]
     x0, par = case.draw(np.random.default_rng(13), 37)

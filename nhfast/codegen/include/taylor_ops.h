@@ -166,21 +166,27 @@ NHT_SMALL void NHT(nht_div1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a, in
     o[k * ojs] = k == 0 ? s / b0 : (s - NHT(nht_dot2)(b, oi, k, 1, k, 0)) * (1.0 / b0);
 }
 
-/* Products, squares and quotients of vector values: the components go in blocks (of 8, 4
- * and 1 in the one-lane pass, where a 512-bit register holds 8 components; of 4 and 1 in a
+/* Products, squares and quotients of vector values: the components go in blocks (of 16, 8,
+ * 4 and 1 in the one-lane pass, where a 512-bit register holds 8 components; of 4 and 1 in a
  * vector pass, whose values are vectors of lanes) whose sums stay in registers through the
  * loop over j (accumulating in o itself stored and reloaded every term, since o may alias the
  * operands), several independent chains of additions in flight. Each component's sum runs
  * over j in the same order in every block size and pass, so a lane gets the same bits in
- * either pass. */
+ * either pass. In the one-lane pass a block of 8 is one register and one chain of additions
+ * (3 cycles each): blocks of 16 keep two in flight. Veselova n = 64 (128 states), one lane,
+ * order 14, with the sums below: 4.06 -> 3.88 us per kernel call; 32 (acc[32]) was no faster
+ * at n = 64 and 40 % slower at n = 16, whose blocks of 8 then left acc in memory. */
 #define NHT_A1(x, j, i) NHT_ROW(x, j, i)[0]
-/* Blocks over components [i, nc): of 8 (one-lane pass only), 4, then 1; `blk(w)` is the call
- * for a block of w components at i (a constant after inlining). */
+#define NHT_BLK_MAX 16
+/* Blocks over components [i, nc): of 16 and 8 (one-lane pass only), 4, then 1; `blk(w)` is
+ * the call for a block of w components at i (a constant after inlining). */
 #define NHT_BLOCKS(blk)                                                                         \
     do {                                                                                        \
         int64_t i = 0;                                                                          \
-        if (NHT_LANES == 1)                                                                     \
+        if (NHT_LANES == 1) {                                                                   \
+            for (; i + 16 <= nc; i += 16) blk(16);                                              \
             for (; i + 8 <= nc; i += 8) blk(8);                                                 \
+        }                                                                                       \
         for (; i + 4 <= nc; i += 4) blk(4);                                                     \
         for (; i < nc; ++i) blk(1);                                                             \
     } while (0)
@@ -189,7 +195,7 @@ NHT_SMALL void NHT(nht_div1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a, in
  * o^[k] - sum_{j=j0..k} a^[j] b^[k-j] (first_from_o = 1) */
 NHT_SMALL void NHT(nht_conv_blk)(int64_t k, int64_t i0, int W, NHT_T *ok, NHT(nht_in) a,
                                  NHT(nht_in) b, int64_t j0, int first_from_o) {
-    NHT_T acc[8];
+    NHT_T acc[NHT_BLK_MAX];
     if (first_from_o) {
         for (int c = 0; c < W; ++c) acc[c] = ok[i0 + c];
         NHT_UNROLL for (int64_t j = j0; j <= k; ++j)
@@ -232,7 +238,7 @@ NHT_SMALL void NHT(nht_submul)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT
 
 /* components [i0, i0 + W) of o^[k] = sum_{j=0..k} a^[j] a^[k-j], by symmetry */
 NHT_SMALL void NHT(nht_sqr_blk)(int64_t k, int64_t i0, int W, NHT_T *ok, NHT(nht_in) a) {
-    NHT_T acc[8];
+    NHT_T acc[NHT_BLK_MAX];
     for (int c = 0; c < W; ++c) acc[c] = NHT_ZERO;
     NHT_UNROLL for (int64_t j = 0; 2 * j < k; ++j)
         for (int c = 0; c < W; ++c) acc[c] += NHT_A1(a, j, i0 + c) * NHT_A1(a, k - j, i0 + c);
@@ -258,7 +264,7 @@ NHT_SMALL void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
 /* components [i0, i0 + W) of o = a / b */
 NHT_SMALL void NHT(nht_div_blk)(int64_t k, int64_t i0, int W, NHT_T *o, int64_t ojs,
                                 NHT(nht_in) a, int a_const, NHT(nht_in) b) {
-    NHT_T acc[8];
+    NHT_T acc[NHT_BLK_MAX];
     for (int c = 0; c < W; ++c)
         acc[c] = a_const ? (k == 0 ? a.p[(i0 + c) * a.is] : NHT_ZERO) : NHT_A1(a, k, i0 + c);
     NHT_UNROLL for (int64_t j = 1; j <= k; ++j)
@@ -319,7 +325,7 @@ NHT_SMALL void NHT(nht_sqrt)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(n
 /* components [i0, i0 + W) of the chain rule's sum, in registers (see nht_conv_blk) */
 NHT_SMALL void NHT(nht_chain_blk)(int64_t k, int64_t i0, int W, NHT_T *ok, NHT(nht_in) a,
                                   NHT(nht_in) e, double s) {
-    NHT_T acc[8];
+    NHT_T acc[NHT_BLK_MAX];
     for (int c = 0; c < W; ++c) acc[c] = NHT_A1(a, 1, i0 + c) * NHT_A1(e, k - 1, i0 + c);
     NHT_UNROLL for (int64_t j = 2; j <= k; ++j)
         for (int c = 0; c < W; ++c)
@@ -335,6 +341,7 @@ NHT_SMALL void NHT(nht_chain)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(
 #undef NHT_CHAIN_BLK
 }
 #undef NHT_BLOCKS
+#undef NHT_BLK_MAX
 #undef NHT_A1
 
 /* o = log(a): o^[k] = (a^[k] - (1/k) sum_{j=1..k-1} j o^[j] a^[k-j]) / a^[0]. */
@@ -389,11 +396,26 @@ NHT_SMALL void NHT(nht_abs)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
     }
 }
 
-/* o^[k] = sum_i a_i^[k] over n components (a reduction, in a fixed order). */
+/* o^[k] = sum_i a_i^[k] over n components (a reduction, in a fixed order). Below 16
+ * components from left to right; from 16 on in eight partial sums (of the components i = c mod
+ * 8, left to right) added as a tree: one chain of n additions (3 cycles each) held every
+ * order of the kernel up in the one-lane pass, where the eight sums are one register (Veselova
+ * n = 64, one lane, order 14: 5.4 -> 4.1 us per kernel call; in a vector pass, eight chains
+ * instead of one). The same order in both passes: a lane's bits do not depend on its pass. */
 NHT_SMALL void NHT(nht_sum)(int64_t k, int64_t n, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
-    NHT_T s = NHT_ROW(a, k, 0)[0];
-    for (int64_t i = 1; i < n; ++i) s += NHT_ROW(a, k, i)[0];
-    o[k * ojs] = s;
+    if (n < 16) {
+        NHT_T s = NHT_ROW(a, k, 0)[0];
+        for (int64_t i = 1; i < n; ++i) s += NHT_ROW(a, k, i)[0];
+        o[k * ojs] = s;
+        return;
+    }
+    NHT_T p[8];
+    for (int c = 0; c < 8; ++c) p[c] = NHT_ROW(a, k, c)[0];
+    int64_t i = 8;
+    for (; i + 8 <= n; i += 8)
+        for (int c = 0; c < 8; ++c) p[c] += NHT_ROW(a, k, i + c)[0];
+    for (int c = 0; i + c < n; ++c) p[c] += NHT_ROW(a, k, i + c)[0];
+    o[k * ojs] = ((p[0] + p[4]) + (p[2] + p[6])) + ((p[1] + p[5]) + (p[3] + p[7]));
 }
 
 /* o_i^[k] = a^[k] (a scalar, or component c of a vector: a.p already points at it). */
