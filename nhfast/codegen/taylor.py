@@ -475,18 +475,62 @@ def _time_var(b: _Builder, sym: sp.Symbol) -> None:
     )
 
 
-def _finish(b: _Builder, states: list[tuple[_Val, int]], rhs: Sequence[_Val]) -> None:
-    """Order 0 of the states from ``x``, and ``x^[k+1] = f^[k] / (k + 1)`` every order."""
-    t = b.t
+def _state_runs(states: list[tuple[_Val, int]]) -> list[tuple[int, int]]:
+    """``(first row, rows)`` of the runs of consecutive components of one state variable."""
+    runs: list[tuple[int, int]] = []
     for r, (v, c) in enumerate(states):
+        if runs and r > 0:
+            r0, m = runs[-1]
+            pv, pc = states[r - 1]
+            if pv.name == v.name and c == pc + 1:
+                runs[-1] = (r0, m + 1)
+                continue
+        runs.append((r, 1))
+    return runs
+
+
+def _finish(b: _Builder, states: list[tuple[_Val, int]], rhs: Sequence[_Val]) -> None:
+    """Order 0 of the states from ``x``, and ``x^[k+1] = f^[k] / (k + 1)`` every order: a run
+    of components of a state vector whose right-hand sides are the same run of one work
+    variable in one ``nht_integv`` (a loop over the run; the one-lane pass of Veselova n = 64
+    spent 6 % of its time in 128 calls of ``nht_integ``, one per component)."""
+    t = b.t
+    for r0, m in _state_runs(states):
+        v, c0 = states[r0]
+        if m > 1:  # one lane, ld = 1 (its state packed): a copy
+            t.load.append(
+                f"if (NHT_LANES == 1 && ld == 1) memcpy((double *)&{v.name}[{c0}], x + {r0}, "
+                f"{m} * sizeof(double)); else"
+            )
         t.load.append(
-            f"{{ double *d_ = (double *)&{v.name}[{c}]; for (int l = 0; l < NHT_LANES; ++l) "
-            f"d_[l] = x[{r} * ld + l0 + {_LANE}]; }}"
+            f"for (int64_t r = {r0}; r < {r0 + m}; ++r) {{ double *d_ = (double *)&{v.name}"
+            f"[{c0 - r0} + r]; for (int l = 0; l < NHT_LANES; ++l) d_[l] = x[r * ld + l0 + "
+            f"{_LANE}]; }}"
         )
-    for (v, c), f in zip(states, rhs, strict=True):
-        t.ops.append(
-            f"NHT(nht_integ)(k, {v.name}, NHT_TOT, {c}, {f.arg(t.n, False)}, {int(f.const)});"
-        )
+    r = 0
+    while r < len(states):
+        v, c = states[r]
+        f = rhs[r]
+        m = 1
+        while (
+            f.comp is not None
+            and not f.const
+            and r + m < len(states)
+            and states[r + m] == (v, c + m)
+            and rhs[r + m].name == f.name
+            and rhs[r + m].comp == f.comp + m
+            and not rhs[r + m].const
+        ):
+            m += 1
+        if m > 1:
+            t.ops.append(
+                f"NHT(nht_integv)(k, {m}, {v.name} + {c}, NHT_TOT, {f.name} + {f.comp}, NHT_TOT);"
+            )
+        else:
+            t.ops.append(
+                f"NHT(nht_integ)(k, {v.name}, NHT_TOT, {c}, {f.arg(t.n, False)}, {int(f.const)});"
+            )
+        r += m
 
 
 def _component(v: _Val, c: int) -> _Val:
@@ -900,12 +944,20 @@ def _pass(tape: _Tape, states: list[tuple[_Val, int]], n_state: int, n_par: int,
     lines.append("    for (int64_t k = 0; k < order; ++k) {")
     lines += [f"        {s}" for s in tape.ops]
     lines.append("    }")
-    lines.append("    /* coefficients out: coef[(k * n_state + row) * ld + lane] */")
+    lines.append("    /* coefficients out: coef[(k * n_state + row) * ld + lane]; a run of")
+    lines.append("     * components of one state vector in one copy for one lane with ld = 1 */")
     lines.append("    for (int64_t k = 0; k <= order; ++k) {")
-    for r, (v, c) in enumerate(states):
+    for r0, m in _state_runs(states):
+        v, c0 = states[r0]
+        if m > 1:
+            lines.append(
+                f"        if (NHT_LANES == 1 && ld == 1) memcpy(coef + k * {n_state} + {r0}, "
+                f"(const double *)&{v.name}[k * NHT_TOT + {c0}], {m} * sizeof(double)); else"
+            )
         lines.append(
-            f"        {{ const double *s_ = (const double *)&{v.name}[k * NHT_TOT + {c}]; "
-            f"double *d_ = coef + (k * {n_state} + {r}) * ld + l0; "
+            f"        for (int64_t r = {r0}; r < {r0 + m}; ++r) {{ const double *s_ = "
+            f"(const double *)&{v.name}[k * NHT_TOT + {c0 - r0} + r]; "
+            f"double *d_ = coef + (k * {n_state} + r) * ld + l0; "
             "if (nl == NHT_LANES) memcpy(d_, s_, sizeof(NHT_T)); "
             "else for (int64_t l = 0; l < nl; ++l) d_[l] = s_[l]; }"
         )

@@ -437,6 +437,14 @@ NHT_SMALL void NHT(nht_integ)(int64_t k, NHT_T *x, int64_t xjs, int64_t i, NHT(n
         x[(k + 1) * xjs + i] = NHT_ROW(f, k, 0)[0] * (1.0 / (double)(k + 1));
 }
 
+/* x_i^[k+1] = f_i^[k] / (k + 1) for a run of nc components of a state vector (x, f point at
+ * the run's first component): nht_integ's operation on each. */
+NHT_SMALL void NHT(nht_integv)(int64_t k, int64_t nc, NHT_T *x, int64_t xjs, const NHT_T *f,
+                                   int64_t fjs) {
+    const double r = 1.0 / (double)(k + 1);
+    for (int64_t i = 0; i < nc; ++i) x[(k + 1) * xjs + i] = f[k * fjs + i] * r;
+}
+
 /* o_i^[k] = sum_j H[i, j] a_j^[k] over n components; H(i, j) at h[i*hi + j*hj] (constant). */
 NHT_SMALL void NHT(nht_matvec)(int64_t k, int64_t n, NHT_T *o, int64_t ojs, const NHT_T *h,
                                    int64_t hi, int64_t hj, NHT(nht_in) a) {
