@@ -565,6 +565,27 @@ def test_fixed_step_lands_on_the_final_time():
     assert np.max(np.abs(res.y[..., 0] - q)) < 1e-14
 
 
+@pytest.mark.parametrize("name", ["henon_heiles", "veselova_structured_16"])
+def test_fixed_step_one_trajectory_as_in_a_batch(name):
+    """With a fixed step and order, a trajectory alone (for 16 states or more its series
+    packed, csrc/taylor.c) gives the bits it gives in a batch, outputs inside the steps
+    included, and converges: halving h divides the error at order 6 by about 2^6."""
+    case = CASES[name]
+    x0, par = case.draw(np.random.default_rng(5), 5)
+    t = np.linspace(0.0, 1.0, 4)  # outputs between the steps
+    kw = {"h": 0.07, "order": 6}
+    batch = _run(case, x0, par, t, "taylor", **kw)
+    one = None if par is None else par[2]
+    alone = _run(case, x0[2], one, t, "taylor", **kw)
+    assert np.array_equal(alone.y[0], batch.y[2])
+    assert alone.stats["steps"][0] == batch.stats["steps"][2] == 15
+    ref = _run(case, x0[2], one, t, "dop853", rtol=1e-13, atol=1e-13)
+    half = _run(case, x0[2], one, t, "taylor", h=0.035, order=6)
+    e1 = np.max(np.abs(alone.y[0, -1] - ref.y[0, -1]))
+    e2 = np.max(np.abs(half.y[0, -1] - ref.y[0, -1]))
+    assert 2**6 / 1.5 < e1 / e2 < 2**6 * 1.5, (e1, e2)  # measured 62, 64
+
+
 def test_max_steps_is_a_lane_status():
     case = CASES["henon_heiles"]
     x0, par = case.draw(np.random.default_rng(14), 2)
