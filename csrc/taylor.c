@@ -34,8 +34,8 @@ int64_t nh_taylor_work(const nh_options *o, int64_t n) {
     return (run_order(o) + 2) * n;
 }
 
-/* The series of a block: coef[(k * n + i) * cs + l], k <= p, cs = nl (lane l); hu: the step
- * of each lane. A block of one trajectory keeps its series packed, cs = 1 (lane 0 only). */
+/* The series of a block: coef[(k * n + i) * cs + l], k <= p, cs = nl; hu: the step of each
+ * lane. A block of one trajectory (lane 0) keeps its series packed, cs = 1. */
 typedef struct {
     const double *coef;
     int64_t p, cs;
@@ -77,15 +77,14 @@ static inline void horner_lane(const double *coef, int64_t p, int64_t n, int64_t
 static void dense_cb(const nh_block *b, const void *ctx, int64_t l, double th, double *out,
                      int64_t stride) {
     const tay_poly *s = (const tay_poly *)ctx;
-    horner_lane(s->coef, s->p, b->n, s->cs, s->cs == 1 ? 0 : l, th * s->hu[l], out, stride);
+    horner_lane(s->coef, s->p, b->n, s->cs, l, th * s->hu[l], out, stride);
 }
 
 /* Horner's rule for a packed series (one trajectory: coef[k * n + i]) at dt: out[i * stride].
  * Per component the operations of horner_lane in the same order (bit-identical); the
  * components are contiguous, so the compiler takes 32, 8 or 4 of them at a time in vector
  * registers, several independent chains in flight (horner_lane's four scalar chains took
- * about 1 us a step for Veselova n = 64, 128 states, order 14; without the blocks of 4, a
- * chain per component one after the other, Henon-Heiles' steps took 50 ns longer). */
+ * about 1 us a step for Veselova n = 64, 128 states, order 14), the last few one by one. */
 NH_INLINE void horner_one(const double *restrict coef, int64_t p, int64_t n, double dt,
                           double *restrict out, int64_t stride) {
     int64_t i = 0;
@@ -650,8 +649,7 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
                 }
                 h = hjz[l];
                 if (n2[l] == 0.0 && (p == 1 || n1[l] == 0.0) && (p <= 2 || n0[l] == 0.0))
-                    h = sparse_step(coef, p, n, cs, one ? 0 : l, nx[l], rtol, atol,
-                                    o->order > 0, fac);
+                    h = sparse_step(coef, p, n, cs, l, nx[l], rtol, atol, o->order > 0, fac);
             }
             h = NH_MIN(h, hmax);
             const double rest = tfin - b->tl[l];
@@ -729,7 +727,7 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
             while (b->kout[l] < b->nt) {
                 const double tk = b->t_eval[b->kout[l]];
                 if (!(dir * (tlim - tk) > 0.0 || (st && tk == tlim))) break;
-                horner_lane(coef, p, n, cs, one ? 0 : l, tk - told[l],
+                horner_lane(coef, p, n, cs, l, tk - told[l],
                             b->y + (b->gid[l] * b->nt + b->kout[l]) * n, 1);
                 b->kout[l] += 1;
             }
