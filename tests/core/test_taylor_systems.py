@@ -71,6 +71,19 @@ def henon_heiles() -> nh.HamiltonianSystem:
 
 
 @functools.cache
+def fpu_chain(m: int = 8) -> nh.HamiltonianSystem:
+    """An FPU-beta chain of ``m`` particles with fixed ends (2 m states, an unrolled
+    kernel): with m = 8, 16 states, one trajectory's series runs packed (csrc/taylor.c)."""
+    q = sp.symbols(f"q:{m}")
+    p = sp.symbols(f"p:{m}")
+    b = sp.Symbol("beta")
+    ext = [sp.Integer(0), *q, sp.Integer(0)]
+    d = [ext[i + 1] - ext[i] for i in range(m + 1)]
+    H = sum(pi**2 for pi in p) / 2 + sum(di**2 / 2 + b * di**4 / 4 for di in d)
+    return nh.HamiltonianSystem(list(q), list(p), H, params=[b], name="fpu-8")
+
+
+@functools.cache
 def pendulum() -> nh.HamiltonianSystem:
     th, p, w = sp.symbols("theta p w")
     return nh.HamiltonianSystem([th], [p], p**2 / 2 - w**2 * sp.cos(th), params=[w])
@@ -221,6 +234,10 @@ def _draw_hh(rng, k):
     return rng.uniform(-0.3, 0.3, size=(k, 4)), None
 
 
+def _draw_fpu(rng, k):
+    return rng.uniform(-0.5, 0.5, size=(k, 16)), rng.uniform(0.5, 1.5, size=(k, 1))
+
+
 def _draw_pendulum(rng, k):
     return rng.uniform(-1.5, 1.5, size=(k, 2)), rng.uniform(0.5, 1.5, size=(k, 1))
 
@@ -288,6 +305,7 @@ def _draw_lie(n: int):
 CASES: dict[str, Case] = {
     "henon_heiles": Case(henon_heiles, _draw_hh, ("energy",), T=5.0),
     "pendulum": Case(pendulum, _draw_pendulum, ("energy",), T=5.0),
+    "fpu_8": Case(fpu_chain, _draw_fpu, ("energy",)),
     "kepler": Case(kepler, _draw_kepler, ("energy", "angular_momentum"), T=5.0),
     "duffing": Case(duffing, _draw_duffing, (), T=5.0),
     "sleigh": Case(sleigh, _draw_sleigh, ("energy",)),
@@ -565,7 +583,7 @@ def test_fixed_step_lands_on_the_final_time():
     assert np.max(np.abs(res.y[..., 0] - q)) < 1e-14
 
 
-@pytest.mark.parametrize("name", ["henon_heiles", "veselova_structured_16"])
+@pytest.mark.parametrize("name", ["henon_heiles", "fpu_8", "veselova_structured_16"])
 def test_fixed_step_one_trajectory_as_in_a_batch(name):
     """With a fixed step and order, a trajectory alone (for 16 states or more its series
     packed, csrc/taylor.c) gives the bits it gives in a batch, outputs inside the steps
@@ -703,7 +721,7 @@ def test_poincare_section_henon_heiles_agrees_with_dop853_dense():
 
 # ------------------------------------------------------------------------- reproducibility ----
 @pytest.mark.parametrize(
-    "name", ["henon_heiles", "veselova_structured_4", "veselova_structured_16", "suslov"]
+    "name", ["henon_heiles", "fpu_8", "veselova_structured_4", "veselova_structured_16", "suslov"]
 )
 def test_bit_identical_across_threads_and_blocks(name):
     case = CASES[name]
