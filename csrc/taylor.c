@@ -596,6 +596,8 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
             nh_finite_lanes(b->x, n, nl, fin);
             for (int64_t l = 0; l < nl; ++l)
                 if (fresh[l] && b->active[l] && !fin[l]) nh_fail(b, l, NH_LANE_NONFINITE);
+            /* one trajectory: its parameters packed once per trajectory */
+            for (int64_t r = 0; one && r < npar_all; ++r) par1[r] = b->par[r * nl];
         }
         if (nh_count_active(b) == 0) {
             if (nh_pending(b)) {
@@ -608,25 +610,24 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
         b->ncalls += 1;
         if (one) {
             for (int64_t i = 0; i < n; ++i) x1[i] = b->x[i * nl];
-            for (int64_t r = 0; r < npar_all; ++r) par1[r] = b->par[r * nl];
             rc = b->sys->taylor(b->sys->ctx, b->tl, x1, par1, coef, p, 1, 1);
         } else {
             rc = b->sys->taylor(b->sys->ctx, b->tl, b->x, b->par, coef, p, b->nw, nl);
         }
         if (rc != NH_OK) break;
         /* Step sizes. */
-        if (!fixed && one) {
-            nx[0] = norm_one(x1, n);
-            n2[0] = norm_one(coef + p * n, n);
-            if (p > 1) n1[0] = norm_one(coef + (p - 1) * n, n);
-            if (p > 2) n0[0] = norm_one(coef + (p - 2) * n, n);
-        } else if (!fixed) {
-            norm_inf(b->x, n, nl, nv, nx);
-            norm_inf(coef + p * m, n, nl, nv, n2);
-            if (p > 1) norm_inf(coef + (p - 1) * m, n, nl, nv, n1);
-            if (p > 2) norm_inf(coef + (p - 2) * m, n, nl, nv, n0);
-        }
         if (!fixed) {
+            if (one) {
+                nx[0] = norm_one(x1, n);
+                n2[0] = norm_one(coef + p * n, n);
+                if (p > 1) n1[0] = norm_one(coef + (p - 1) * n, n);
+                if (p > 2) n0[0] = norm_one(coef + (p - 2) * n, n);
+            } else {
+                norm_inf(b->x, n, nl, nv, nx);
+                norm_inf(coef + p * m, n, nl, nv, n2);
+                if (p > 1) norm_inf(coef + (p - 1) * m, n, nl, nv, n1);
+                if (p > 2) norm_inf(coef + (p - 2) * m, n, nl, nv, n0);
+            }
             jz_steps(nx, n0, n1, n2, nv, nr, rtol, atol, o->order > 0, ip, ip1, ip0, p > 1,
                      p > 2, fac, hjz);
         }
