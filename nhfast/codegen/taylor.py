@@ -479,13 +479,11 @@ def _state_runs(states: list[tuple[_Val, int]]) -> list[tuple[int, int]]:
     """``(first row, rows)`` of the runs of consecutive components of one state variable."""
     runs: list[tuple[int, int]] = []
     for r, (v, c) in enumerate(states):
-        if runs and r > 0:
+        if runs and states[r - 1] == (v, c - 1):
             r0, m = runs[-1]
-            pv, pc = states[r - 1]
-            if pv.name == v.name and c == pc + 1:
-                runs[-1] = (r0, m + 1)
-                continue
-        runs.append((r, 1))
+            runs[-1] = (r0, m + 1)
+        else:
+            runs.append((r, 1))
     return runs
 
 
