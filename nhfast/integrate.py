@@ -209,20 +209,18 @@ def _positive(value, name: str) -> float:
     return positive(value, name)
 
 
-def _positive_ints(**values) -> None:
-    """:func:`positive_ints` with a fast path for plain positive ints."""
-    for v in values.values():
-        if type(v) is not int or v < 1:
-            positive_ints(**values)
-            return
-
-
 def _plain_ints(*values: Any) -> bool:
     """Whether every value is a plain int >= 1 (then :func:`positive_ints` passes)."""
     for v in values:
         if type(v) is not int or v < 1:
             return False
     return True
+
+
+def _positive_ints(**values) -> None:
+    """:func:`positive_ints` with a fast path for plain positive ints."""
+    if not _plain_ints(*values.values()):
+        positive_ints(**values)
 
 
 def integrate(
