@@ -8,10 +8,9 @@ use.
 
 from __future__ import annotations
 
-import functools
-import inspect
 from typing import Any
 
+from nhfast import distributed as _distributed
 from nhfast import hamiltonised as _hamiltonised
 from nhfast import integrate as _integrate
 from nhfast._version import __version__
@@ -56,40 +55,7 @@ __all__ = [
     "__version__",
 ]
 
-#: Options of ``integrate`` that a ``hamiltonised-*`` method passes on.
-_HAMILTONISED_OPTIONS = (
-    "params", "h", "threads", "observables", "max_steps", "tol", "max_iter", "keep_failed",
-    "block",
-)  # fmt: skip
-
-
-_SIGNATURE = inspect.signature(_integrate.integrate)
-_METHOD_AT = list(_SIGNATURE.parameters).index("method")
-
-
-@functools.wraps(_integrate.integrate)
-def integrate(*args: Any, **kwargs: Any) -> IntegrationResult:
-    # ``nhfast.integrate.integrate`` for a VectorField; a Chaplygin system with a
-    # ``hamiltonised-*`` method goes to integrate_hamiltonised (rtol, atol, hmax do not apply);
-    # with ``client=`` (a dask.distributed Client) the batch runs in chunks on the cluster
-    if kwargs.get("client") is not None:
-        from nhfast.distributed import integrate_ensemble
-
-        return integrate_ensemble(*args, **kwargs)
-    # the method without binding the whole signature (tens of us per call): only a
-    # hamiltonised-* method needs the bound arguments
-    method = kwargs.get("method", args[_METHOD_AT] if len(args) > _METHOD_AT else None)
-    if isinstance(method, str) and method in HAMILTONISED:
-        given = _SIGNATURE.bind(*args, **kwargs).arguments
-        options = {k: given[k] for k in _HAMILTONISED_OPTIONS if k in given}
-        return integrate_hamiltonised(
-            given["system"],
-            given["x0"],
-            given["t_eval"],
-            method=method.removeprefix("hamiltonised-"),
-            **options,
-        )
-    return _integrate.integrate(*args, **kwargs)
+integrate = _integrate.integrate
 
 
 def integrate_hamiltonised(
@@ -113,3 +79,8 @@ def integrate_hamiltonised(
 
     tcs = time_changed_system(system, phi=phi)
     return _hamiltonised.integrate_hamiltonised(tcs, *args, **kwargs)
+
+
+# integrate hands a hamiltonised-* method and a run on a cluster to these (a layer above it)
+_integrate.HANDOFF["hamiltonised"] = integrate_hamiltonised
+_integrate.HANDOFF["client"] = _distributed.integrate_ensemble

@@ -1,10 +1,11 @@
 """Type stubs of the compiled core (nhfast/_core.pyx); checked by ``mypy.stubtest``."""
 
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
-from typing_extensions import Buffer, CapsuleType
+from typing_extensions import Buffer, CapsuleType, disjoint_base
 
 class _PythonKernel(Protocol):
     """A NumPy-backend kernel driven through :func:`python_kernel_capsule`."""
@@ -127,3 +128,22 @@ def eval_rows(
     threads: int = 1,
     block: int = 256,
 ) -> None: ...
+
+@disjoint_base
+class PreparedCall:
+    """One system's call of ``nhfast.integrate`` with its options checked once."""
+
+    def __init__(
+        self,
+        options: tuple[object, ...],
+        core: tuple[object, ...],
+        positive: bool,
+        domain: CapsuleType | None,
+        ndomain: int,
+        count_steps: bool,
+        result_type: type,
+        method: str,
+        finish: Callable[[object, NDArray[np.float64] | None, int], object],
+        wanted: bool,
+    ) -> None: ...
+    def __call__(self, x0: object, t_eval: object, params: object, *options: object) -> object: ...

@@ -17,12 +17,18 @@ import operator
 import os
 import threading
 
+import numpy as _np
+
+from cpython.buffer cimport (PyBUF_RECORDS_RO, PyBUF_WRITABLE, PyBuffer_IsContiguous,
+                             PyBuffer_Release, PyObject_GetBuffer)
 from cpython.exc cimport PyErr_CheckSignals
+from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New, PyCapsule_IsValid
 from libc.stdint cimport int32_t, int64_t
-from libc.math cimport isfinite
+from libc.math cimport ceil, fabs, isfinite
 from libc.stdlib cimport free, malloc
+cimport cython
 from cython.parallel cimport parallel
 
 cdef extern from "nh_abi.h":
@@ -517,6 +523,60 @@ cdef int _batch_item(void *args, int64_t i) noexcept nogil:
                                  a.dense, a.ev, a.x_end)
 
 
+cdef int _settings(nh_system *sys, nh_options *opt, _batch *a, n, npar, split, method,
+                   max_steps, max_iter, block, nstiff, threads, order, order_auto, dense,
+                   taylor, derive, nderived) except -1:
+    """The integer and flag arguments of a run (see :func:`integrate_batch`), range-checked
+    into ``sys``, ``opt`` and ``a`` (``block``, ``dense``)."""
+    sys.n = _int_arg(n, "n", 1, _INT32_MAX)
+    sys.npar = _int_arg(npar, "npar", 0, _INT32_MAX)
+    sys.split = _int_arg(split, "split", 0, _INT32_MAX)
+    sys.nderived = _int_arg(nderived, "nderived", 0, _INT32_MAX)
+    sys.derive = NULL
+    if (derive is None) != (sys.nderived == 0):
+        raise ValueError("derive and nderived >= 1 go together (nderived=0 without derive)")
+    opt.method = _int_arg(method, "method", 0, NH_N_METHODS - 1)
+    opt.max_steps = _int_arg(max_steps, "max_steps", 1, _INT64_MAX)
+    opt.max_iter = _int_arg(max_iter, "max_iter", 1, _INT64_MAX)
+    a.block = _int_arg(block, "block", 1, _INT32_MAX)
+    opt.nstiff = _int_arg(nstiff, "nstiff", 0, _INT64_MAX)
+    _int_arg(threads, "threads", 1, _INT32_MAX)
+    opt.order = _int_arg(order, "order", 0, NH_TAYLOR_MAX_ORDER)
+    opt.order_auto = _int_arg(order_auto, "order_auto", 0, NH_TAYLOR_MAX_ORDER)
+    a.dense = 1 if dense else 0
+    if a.dense and opt.method != NH_DOP853 and opt.method != NH_TAYLOR:
+        raise ValueError("dense output is implemented for the DOP853 and Taylor methods only")
+    if opt.method == NH_TAYLOR and taylor is None:
+        raise ValueError("method taylor needs the system's Taylor kernel (taylor=capsule)")
+    return 0
+
+
+cdef int _kernels(nh_system *sys, const nh_options *opt, object rhs, object ctx, object taylor,
+                  object derive) except -1:
+    """The kernels of a run from their capsules (checked by name) into ``sys``."""
+    sys.taylor = NULL
+    if opt.method == NH_TAYLOR:
+        sys.taylor = _unwrap_taylor(taylor)
+        sys.rhs = _unwrap(rhs) if rhs is not None else NULL
+    else:
+        sys.rhs = _unwrap(rhs)
+    if derive is not None:
+        if opt.method == NH_TAYLOR or ctx is not None:
+            raise ValueError("derive: derived parameters go with a compiled rhs (not taylor)")
+        sys.derive = _unwrap(derive)
+    sys.ctx = <void *>ctx if ctx is not None else NULL
+    return 0
+
+
+cdef inline void _tolerances(nh_options *opt, double rtol, double atol, double h, double hmax,
+                             double tol) noexcept:
+    opt.rtol = rtol
+    opt.atol = atol
+    opt.h = h
+    opt.hmax = hmax
+    opt.tol = tol
+
+
 def integrate_batch(object rhs, object ctx, n, npar, split, method,
                     const double[::1] t_eval, const double[:, ::1] x0, const double[:, ::1] par,
                     double[:, :, ::1] y, int32_t[::1] status, int64_t[:, ::1] stats,
@@ -587,26 +647,8 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     cdef int32_t[:, ::1] ev_which
     cdef double[:, :, ::1] ev_y
     cdef int64_t[::1] ev_count
-    sys.n = _int_arg(n, "n", 1, _INT32_MAX)
-    sys.npar = _int_arg(npar, "npar", 0, _INT32_MAX)
-    sys.split = _int_arg(split, "split", 0, _INT32_MAX)
-    sys.nderived = _int_arg(nderived, "nderived", 0, _INT32_MAX)
-    sys.derive = NULL
-    if (derive is None) != (sys.nderived == 0):
-        raise ValueError("derive and nderived >= 1 go together (nderived=0 without derive)")
-    opt.method = _int_arg(method, "method", 0, NH_N_METHODS - 1)
-    opt.max_steps = _int_arg(max_steps, "max_steps", 1, _INT64_MAX)
-    opt.max_iter = _int_arg(max_iter, "max_iter", 1, _INT64_MAX)
-    a.block = _int_arg(block, "block", 1, _INT32_MAX)
-    opt.nstiff = _int_arg(nstiff, "nstiff", 0, _INT64_MAX)
-    _int_arg(threads, "threads", 1, _INT32_MAX)
-    opt.order = _int_arg(order, "order", 0, NH_TAYLOR_MAX_ORDER)
-    opt.order_auto = _int_arg(order_auto, "order_auto", 0, NH_TAYLOR_MAX_ORDER)
-    a.dense = 1 if dense else 0
-    if a.dense and opt.method != NH_DOP853 and opt.method != NH_TAYLOR:
-        raise ValueError("dense output is implemented for the DOP853 and Taylor methods only")
-    if opt.method == NH_TAYLOR and taylor is None:
-        raise ValueError("method taylor needs the system's Taylor kernel (taylor=capsule)")
+    _settings(&sys, &opt, &a, n, npar, split, method, max_steps, max_iter, block, nstiff,
+              threads, order, order_auto, dense, taylor, derive, nderived)
     a.ev = NULL
     if events is not None and x0.shape[0] > 0 and t_eval.shape[0] > 0:
         if not a.dense and opt.method != NH_TAYLOR:
@@ -652,22 +694,8 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
         if nt == 0 and ntraj > 0:
             raise ValueError("t_eval must hold at least one time")
         return
-    sys.taylor = NULL
-    if opt.method == NH_TAYLOR:
-        sys.taylor = _unwrap_taylor(taylor)
-        sys.rhs = _unwrap(rhs) if rhs is not None else NULL
-    else:
-        sys.rhs = _unwrap(rhs)
-    if derive is not None:
-        if opt.method == NH_TAYLOR or ctx is not None:
-            raise ValueError("derive: derived parameters go with a compiled rhs (not taylor)")
-        sys.derive = _unwrap(derive)
-    sys.ctx = <void *>ctx if ctx is not None else NULL
-    opt.rtol = rtol
-    opt.atol = atol
-    opt.h = h
-    opt.hmax = hmax
-    opt.tol = tol
+    _kernels(&sys, &opt, rhs, ctx, taylor, derive)
+    _tolerances(&opt, rtol, atol, h, hmax, tol)
     opt.stop = &stop
     # one block per thread (no more blocks than blocks' worth of trajectories); Python
     # kernels hold the GIL: threads would only contend for it
@@ -688,6 +716,275 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     a.x_end = &xend[0, 0] if x_end is not None else NULL
     a.shared = &counter if nblocks > 1 else NULL
     _run_team(_batch_item, &a, nblocks, <int>nblocks, &stop, ctx)
+
+
+# --------------------------------------------------------------- prepared calls ----
+
+cdef object _NDARRAY = _np.ndarray
+cdef object _EMPTY = _np.empty
+cdef object _ZEROS = _np.zeros
+cdef object _I32 = _np.int32
+cdef object _I64 = _np.int64
+cdef object _NEW = object.__new__
+# buffer bits of a prepared call: which of its views to release
+cdef enum:
+    _VX = 1
+    _VP = 2
+    _VT = 4
+
+
+cdef bint _doubles(Py_buffer *b) noexcept:
+    """Whether an exported buffer holds native float64 values, C-contiguous."""
+    return (b.itemsize == 8 and b.format != NULL and b.format[0] == b'd' and b.format[1] == 0
+            and PyBuffer_IsContiguous(b, b'C'))
+
+
+cdef bint _finite(const double *v, int64_t m, bint positive) noexcept nogil:
+    """Whether v[0:m] are finite (and > 0 when ``positive``)."""
+    cdef int64_t i
+    cdef bint ok = True
+    for i in range(m):
+        ok = ok and isfinite(v[i]) and (not positive or v[i] > 0.0)
+    return ok
+
+
+cdef void *_data(object array) except NULL:
+    """The data of a new, writable, C-contiguous NumPy array (made by this module)."""
+    cdef Py_buffer b
+    PyObject_GetBuffer(array, &b, PyBUF_WRITABLE)
+    cdef void *p = b.buf
+    PyBuffer_Release(&b)  # the array keeps its memory: the pointer stays valid
+    return p
+
+
+@cython.auto_pickle(False)
+cdef class PreparedCall:
+    """One system's call of ``nhfast.integrate`` with its options checked once.
+
+    Called with the same options (each compared by type and value) and inputs of the common
+    kinds -- ``x0`` a float64 C-contiguous array ``(n,)`` or ``(n_traj, n)``, ``t_eval`` a
+    list of two floats or a float64 C-contiguous 1-d array, ``params`` None (a system without
+    parameters) or a float64 C-contiguous ``(n_params,)`` or ``(n_traj, n_params)`` array --
+    whose values certainly pass the full checks, it runs the core in one compiled pass and
+    returns the result; anything else returns None (the caller then runs the full checks,
+    which raise the errors).
+
+    ``options`` are the option values of the checked call (plain floats, ints, bools,
+    strings or None); ``core`` are :func:`integrate_batch`'s arguments of that call without
+    its arrays, in its order: ``(rhs, ctx, n, npar, split, method, rtol, atol, h, hmax,
+    max_steps, tol, max_iter, threads, block, nstiff, dense, taylor, order, derive,
+    nderived, order_auto)``, ``ctx`` None (compiled kernels). What the inputs must meet:
+    ``positive`` (every parameter > 0, else finite), ``domain`` (None, or the capsule of a
+    compiled kernel of the ``ndomain`` conditions ``g > 0`` that every initial state meets
+    at ``t_eval[0]``) and ``count_steps`` (a fixed-step method: the steps ``h`` takes over
+    ``t_eval``, at least one per interval, at most ``max_steps``). The result is
+    ``result_type`` with the attributes ``t, y, status, method, observables ({}),
+    t_reached, events (None)`` and the core's statistics as ``_core_stats``; ``finish(result,
+    params, failed)`` runs after a run with ``failed`` > 0 trajectories that failed, or
+    always with ``wanted``.
+    """
+    cdef nh_system sys
+    cdef nh_options opt
+    cdef _batch base  # block and dense of the run
+    cdef object threads
+    cdef tuple options
+    cdef tuple keep  # the capsules the kernel pointers come from
+    cdef bint positive, count_steps, wanted
+    cdef nh_kernel_fn domain
+    cdef int64_t ndomain
+    cdef object result_type, method, finish
+
+    def __init__(self, tuple options, tuple core, bint positive, domain, ndomain,
+                 bint count_steps, result_type, str method, finish, bint wanted):
+        (rhs, ctx, n, npar, split, code, rtol, atol, h, hmax, max_steps, tol, max_iter,
+         threads, block, nstiff, dense, taylor, order, derive, nderived, order_auto) = core
+        if ctx is not None:
+            raise ValueError("a prepared call needs compiled kernels (ctx None)")
+        _settings(&self.sys, &self.opt, &self.base, n, npar, split, code, max_steps,
+                  max_iter, block, nstiff, threads, order, order_auto, dense, taylor, derive,
+                  nderived)
+        _kernels(&self.sys, &self.opt, rhs, None, taylor, derive)
+        _tolerances(&self.opt, rtol, atol, h, hmax, tol)
+        self.ndomain = _int_arg(ndomain, "ndomain", 0, 16)
+        if (domain is None) != (self.ndomain == 0):
+            raise ValueError("domain and ndomain >= 1 go together")
+        self.domain = _unwrap(domain) if domain is not None else NULL
+        if count_steps and not self.opt.h > 0.0:
+            raise ValueError("count_steps needs the step size h > 0")
+        self.threads = threads
+        self.options = options
+        self.keep = (rhs, taylor, derive, domain)
+        self.positive = positive
+        self.count_steps = count_steps
+        self.result_type = result_type
+        self.method = method
+        self.finish = finish
+        self.wanted = wanted
+
+    def __call__(self, x0, t_eval, params, *options):
+        cdef tuple mine = self.options
+        cdef Py_ssize_t i
+        if len(options) != len(mine):
+            return None
+        for i in range(len(mine)):
+            a = options[i]
+            b = mine[i]
+            if a is not b and (type(a) is not type(b) or a != b):
+                return None
+        if type(x0) is not _NDARRAY:
+            return None
+        cdef Py_buffer xb, pb, tb
+        cdef int held = 0
+        try:
+            return self._run(x0, t_eval, params, &xb, &pb, &tb, &held)
+        finally:
+            if held & _VX:
+                PyBuffer_Release(&xb)
+            if held & _VP:
+                PyBuffer_Release(&pb)
+            if held & _VT:
+                PyBuffer_Release(&tb)
+
+    cdef object _run(self, x0, t_eval, params, Py_buffer *xb, Py_buffer *pb, Py_buffer *tb,
+                     int *held):
+        cdef int64_t n = self.sys.n, npar = self.sys.npar
+        cdef int64_t ntraj, nt, prows = 1, r, j
+        cdef double t2[2]
+        cdef const double *tp
+        cdef const double *xp
+        cdef const double *pp = NULL
+        cdef double d, total
+        cdef nh_options opt = self.opt  # a copy: its stop hook is this call's
+        cdef nh_interrupt stop
+        cdef _batch a
+        cdef int64_t counter = 0, nblocks, failed = 0
+        cdef double small[16]
+        cdef int32_t *st
+        cdef double *tr
+        # states: (n,) or (n_traj, n), finite
+        PyObject_GetBuffer(x0, xb, PyBUF_RECORDS_RO)
+        held[0] |= _VX
+        if not _doubles(xb):
+            return None
+        if xb.ndim == 1 and xb.shape[0] == n:
+            ntraj = 1
+        elif xb.ndim == 2 and xb.shape[1] == n and xb.shape[0] > 0:
+            ntraj = xb.shape[0]
+        else:
+            return None
+        xp = <const double *>xb.buf
+        if not _finite(xp, ntraj * n, False):
+            return None
+        # output times: [t0, t1] of floats, or a float64 array; finite, strictly monotonic
+        if type(t_eval) is list and len(<list>t_eval) == 2:
+            t0, t1 = <list>t_eval
+            if type(t0) is not float or type(t1) is not float:
+                return None
+            t2[0] = PyFloat_AS_DOUBLE(t0)
+            t2[1] = PyFloat_AS_DOUBLE(t1)
+            if not (isfinite(t2[0]) and isfinite(t2[1]) and t2[0] != t2[1]):
+                return None
+            nt = 2
+            tp = t2
+            t = None  # made below, once the inputs pass
+        elif type(t_eval) is _NDARRAY:
+            PyObject_GetBuffer(t_eval, tb, PyBUF_RECORDS_RO)
+            held[0] |= _VT
+            if not _doubles(tb) or tb.ndim != 1 or tb.shape[0] < 1:
+                return None
+            nt = tb.shape[0]
+            tp = <const double *>tb.buf
+            if not _finite(tp, nt, False):
+                return None
+            for r in range(2, nt):  # one direction throughout
+                if not ((tp[r] - tp[r - 1] > 0) == (tp[1] - tp[0] > 0)):
+                    return None
+            for r in range(1, nt):
+                if not (tp[r] != tp[r - 1]):
+                    return None
+            t = t_eval
+        else:
+            return None
+        # parameters: none, (n_params,) or (n_traj, n_params); finite (and > 0)
+        if npar == 0:
+            if params is not None:
+                return None
+        else:
+            if type(params) is not _NDARRAY:
+                return None
+            PyObject_GetBuffer(params, pb, PyBUF_RECORDS_RO)
+            held[0] |= _VP
+            if not _doubles(pb):
+                return None
+            if pb.ndim == 1 and pb.shape[0] == npar:
+                prows = 1
+            elif pb.ndim == 2 and pb.shape[0] == ntraj and pb.shape[1] == npar:
+                prows = ntraj
+            else:
+                return None
+            pp = <const double *>pb.buf
+            if not _finite(pp, prows * npar, self.positive):
+                return None
+        # the domain at t_eval[0]: every condition > 0 at every initial state
+        if self.ndomain:
+            for r in range(ntraj):
+                if self.domain(NULL, tp, xp + r * n, pp + (r * npar if prows > 1 else 0)
+                               if pp != NULL else NULL, small, 1, 1) != NH_OK:
+                    return None
+                for j in range(self.ndomain):
+                    if not (small[j] > 0.0):
+                        return None
+        # a fixed-step method: its step count within max_steps
+        if self.count_steps:
+            total = 0.0
+            for r in range(1, nt):
+                d = ceil(fabs(tp[r] - tp[r - 1]) / opt.h * (1 - 1e-12))
+                total += d if d > 1.0 else 1.0
+            if not total <= <double>opt.max_steps:
+                return None
+        # outputs
+        if t is None:
+            t = _EMPTY(2)
+            (<double *>_data(t))[0] = t2[0]
+            (<double *>_data(t))[1] = t2[1]
+            tp = <const double *>_data(t)
+        y = _EMPTY((ntraj, nt, n))
+        status = _ZEROS(ntraj, _I32)
+        stats = _ZEROS((ntraj, NH_NSTATS), _I64)
+        t_reached = _EMPTY(ntraj)
+        tr = <double *>_data(t_reached)
+        for r in range(ntraj):
+            tr[r] = tp[0]
+        st = <int32_t *>_data(status)
+        opt.stop = &stop
+        a = self.base
+        nblocks = _team_size(self.threads, (ntraj + a.block - 1) // a.block)
+        a.sys = &self.sys
+        a.opt = &opt
+        a.t_eval = tp
+        a.nt = nt
+        a.x0 = xp
+        a.par = pp
+        a.par_stride = 0 if prows == 1 else npar
+        a.ntraj = ntraj
+        a.y = <double *>_data(y)
+        a.status = st
+        a.stats = <int64_t *>_data(stats)
+        a.t_end = tr
+        a.x_end = NULL
+        a.ev = NULL
+        a.shared = &counter if nblocks > 1 else NULL
+        _run_team(_batch_item, &a, nblocks, <int>nblocks, &stop, None)
+        for r in range(ntraj):
+            failed += st[r] != 0
+        res = _NEW(self.result_type)
+        res.__dict__ = {"t": t, "y": y, "status": status, "method": self.method,
+                        "observables": {}, "t_reached": t_reached, "events": None,
+                        "_core_stats": stats}
+        if failed or self.wanted:
+            self.finish(res, params, failed)
+        return res
+
 
 
 # ------------------------------------------------------------ kernel evaluation ----

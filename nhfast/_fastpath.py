@@ -23,15 +23,15 @@ from nhfast.codegen import cost_order
 from nhfast.events import DomainWatch, domain_watch, event_kernel
 from nhfast.vectorfield import VectorField
 
-__all__ = ["CallPlan", "call_plan", "taylor_kernel"]
+__all__ = ["NO_PARAMS", "CallPlan", "call_plan", "taylor_kernel"]
 
 _FLOAT = np.dtype(float)
 _all = np.logical_and.reduce
 
 
 #: The parameter rows of a system without parameters.
-_NO_PARAMS = np.zeros((1, 0))
-_NO_PARAMS.flags.writeable = False
+NO_PARAMS = np.zeros((1, 0))
+NO_PARAMS.flags.writeable = False
 
 
 class CallPlan:
@@ -48,11 +48,14 @@ class CallPlan:
             not (p.is_positive or p.is_nonnegative or p.is_nonzero or p.is_negative) for p in params
         )
         self.domain = bool(getattr(system, "domain", None))
-        self._system_domain = list(system.domain.values()) if self.domain else []
+        self.domain_conditions = list(system.domain.values()) if self.domain else []
         self._domain_kernel: tuple[Any, Any] | None = None
         self._taylor: dict[tuple[int, float, float], tuple[Any, Any]] = {}
         self._watch: tuple[DomainWatch | None] | None = None
         self._rhs: dict[tuple[str, ...], tuple[Any, Any, Any, int]] = {}
+        #: The :class:`nhfast._core.PreparedCall` of the last checked call that had one
+        #: (set by :func:`nhfast.integrate`; None before).
+        self.prepared: Any = None
         # weakly: the plan lives in the system's memo, which must not keep the system alive
         self._system = weakref.ref(system)
 
@@ -94,7 +97,7 @@ class CallPlan:
     def domain_kernel(self) -> tuple[Any, Any]:
         """(capsule, ctx) of the compiled kernel of the domain conditions."""
         if self._domain_kernel is None:
-            self._domain_kernel = event_kernel(self._owner(), self._system_domain)
+            self._domain_kernel = event_kernel(self._owner(), self.domain_conditions)
         return self._domain_kernel
 
     def inputs(
@@ -124,7 +127,7 @@ class CallPlan:
         if npar == 0:
             if params is not None:
                 return None
-            par = _NO_PARAMS
+            par = NO_PARAMS
         else:
             if type(params) is not np.ndarray or params.dtype != _FLOAT:
                 return None
@@ -146,7 +149,7 @@ class CallPlan:
     def _inside(self, x: np.ndarray, t: np.ndarray, par: np.ndarray) -> bool:
         """Whether every state is inside the domain (the compiled kernel of its conditions)."""
         cap, ctx = self.domain_kernel()
-        m = len(self._system_domain)
+        m = len(self.domain_conditions)
         rows = x.shape[0]
         if ctx is None and par.shape[0] == 1:  # compiled: one call, one time for every row
             return _core.all_positive_rows(cap, ctx, m, t[:1], x, par[0])
@@ -161,7 +164,7 @@ class CallPlan:
         cap, ctx = self.domain_kernel()
         if ctx is not None or y.shape[0] != 1:
             return False
-        m = len(self._system_domain)
+        m = len(self.domain_conditions)
         return _core.all_positive_rows(cap, ctx, m, t, y[0], par[0])
 
 

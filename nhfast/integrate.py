@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from nhfast import _abi
-from nhfast._cache import memo
-from nhfast._fastpath import call_plan, taylor_kernel
+from nhfast._cache import memo, peek
+from nhfast._fastpath import NO_PARAMS as _NO_PARAMS
+from nhfast._fastpath import CallPlan, call_plan, taylor_kernel
 from nhfast._kernels import InputChecks
 from nhfast._validate import (
     output_times,
@@ -92,8 +97,12 @@ class IntegrationResult:
 
     def __getattr__(self, name: str) -> Any:
         # reached only for an attribute not in the instance: one a run left to be computed on
-        # first access (the observables, see defer_observables; the stats dict)
+        # first access (the observables, see defer_observables; the stats dict, from the
+        # core's array ``_core_stats``)
         # (threads that read it at once may both build it: they return the one kept first)
+        if name == "stats" and "_core_stats" in self.__dict__:
+            stats = _stats_dict(self.__dict__["_core_stats"])
+            return self.__dict__.setdefault("stats", stats)
         deferred = self.__dict__.get("_deferred")
         build = None if deferred is None else deferred.get(name)
         if build is not None:
@@ -123,16 +132,16 @@ class IntegrationResult:
         res = object.__new__(cls)
         res.__dict__ = {
             "t": t, "y": y, "status": status, "method": method, "observables": {},
-            "t_reached": t_reached, "events": events,
-            "_deferred": {"stats": lambda r: _stats_dict(stats)},
+            "t_reached": t_reached, "events": events, "_core_stats": stats,
         }  # fmt: skip
         return res
 
     def __getstate__(self) -> dict[str, Any]:
-        for name in list(self.__dict__.get("_deferred", ())):
+        for name in ["stats", *self.__dict__.get("_deferred", ())]:
             getattr(self, name)  # computed now: the builders do not pickle
         state = dict(self.__dict__)
         state.pop("_deferred", None)
+        state.pop("_core_stats", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -247,6 +256,8 @@ def integrate(
     max_events: int = 100,
     order: int | None = None,
     watch_domain: bool = True,
+    client: Any = None,
+    **ensemble: Any,
 ) -> IntegrationResult:
     """Integrate a batch of trajectories of ``system`` in the compiled core.
 
@@ -269,12 +280,11 @@ def integrate(
         fixed-step schemes; ``leapfrog``
         (Stormer-Verlet) needs a separable partitioned system, the Gauss-Legendre schemes
         (``midpoint``, ``gauss4``, ``gauss6``) are symplectic for Hamiltonian systems.
-        ``hamiltonised-*`` (through the package's ``nhfast.integrate`` only): ``system`` is a
-        phi-simple Chaplygin system, ``x0 = (s, p)``; it is integrated in Hamiltonised form
-        with the Gauss scheme and step ``h`` in ``tau`` (measure preserving; see
-        :func:`nhfast.hamiltonised.integrate_hamiltonised`, which gets ``params``, ``h``,
-        ``threads``, ``observables``, ``max_steps``, ``tol``, ``max_iter``, ``keep_failed``,
-        ``block``; ``rtol``, ``atol``, ``hmax`` do not apply).
+        ``hamiltonised-*``: ``system`` is a phi-simple Chaplygin system, ``x0 = (s, p)``; it
+        is integrated in Hamiltonised form with the Gauss scheme and step ``h`` in ``tau``
+        (measure preserving; see :func:`nhfast.integrate_hamiltonised`, which gets
+        ``params``, ``h``, ``threads``, ``observables``, ``max_steps``, ``tol``,
+        ``max_iter``, ``keep_failed``, ``block``; the other options do not apply).
     rtol, atol : float
         Tolerances of the adaptive methods (``taylor``: with ``order`` None, the order
         ``p0 = ceil(1 - ln(min(rtol, atol)) / 2)``, at least 2, as heyoka; a right-hand side
@@ -362,6 +372,12 @@ def integrate(
         (A lane with more than ``max_events`` records of the user's events that ends at one
         of the user's terminal events and a domain crossing at once counts as ended by the
         user's event.)
+    client : distributed.Client, optional
+        Run the batch on a Dask cluster, one task per chunk of trajectories
+        (:func:`nhfast.distributed.integrate_ensemble`, which takes the options it lists).
+    **ensemble
+        With ``client``: ``chunk``, ``store``, ``resume``, ``progress`` of
+        :func:`nhfast.distributed.integrate_ensemble`.
 
     Returns
     -------
@@ -376,12 +392,23 @@ def integrate(
         solve that does not converge, stiffness, leaving the domain) and ``keep_failed`` is
         False.
     """
+    # a call like the last checked one of this system: one compiled pass (_core.PreparedCall)
+    entry = peek(system, "call_plan")
+    prepared = None if entry is None or entry[0] is None else entry[0].prepared
+    if prepared is not None and client is None and not ensemble:
+        res = prepared(
+            x0, t_eval, params, method, rtol, atol, h, threads, observables, max_steps, hmax,
+            tol, max_iter, keep_failed, block, stiffness_check, dense, events, max_events,
+            order, watch_domain,
+        )  # fmt: skip
+        if res is not None:
+            return res
+    if client is not None or ensemble or (isinstance(method, str) and method in HAMILTONISED):
+        given = {
+            k: v for k, v in locals().items() if k in _DEFAULTS and v is not _DEFAULTS[k]
+        }  # the options passed (a value that is its default is not passed on)
+        return _hand_off(system, x0, t_eval, method, given, client, ensemble)
     _core = _core_module()  # the compiled core loads on first use
-    if isinstance(method, str) and method in HAMILTONISED:
-        raise ValueError(
-            f"method={method!r} integrates a Chaplygin system in Hamiltonised form: call "
-            "nhfast.integrate (the package's function) or nhfast.integrate_hamiltonised"
-        )
     if not isinstance(method, str) or method not in METHODS:
         raise ValueError(
             f"method must be one of {', '.join([*METHODS, *HAMILTONISED])}; got {method!r}"
@@ -398,6 +425,7 @@ def integrate(
     else:
         x, t, par = fast
     ntraj = x.shape[0]
+    rtol_in, atol_in, tol_in = rtol, atol, tol
     rtol = _positive(rtol, "rtol")
     atol = _positive(atol, "atol")
     tol = _positive(tol, "tol")
@@ -491,6 +519,14 @@ def integrate(
         record = EventRecord.empty(ntraj, width, n)
         ev_args = (ev_cap, ev_ctx, spec[1], spec[2], record.t, record.which, record.y,
                    record.count)  # fmt: skip
+    if plan is not None and ev_spec is None and not watched and ctx is None:
+        options = (method, rtol_in, atol_in, h, threads, observables, max_steps, hmax, tol_in,
+                   max_iter, keep_failed, block, stiffness_check, dense, events, max_events,
+                   order, watch_domain)  # fmt: skip
+        core = (cap, ctx, n, npar, split, METHODS[method], rtol, atol, h0, hm, int(max_steps),
+                tol, int(max_iter), int(threads), int(block), nstiff, bool(dense), tcap,
+                torder, derive, nderived, tauto)  # fmt: skip
+        _prepare(plan, system, options, core, method, bool(wanted), threads, keep_failed)
     # positional (nstiff, t_end, dense, events, taylor, order, x_end, derive, nderived,
     # order_auto): keywords cost the call 0.4 us
     _core.integrate_batch(
@@ -543,6 +579,105 @@ def integrate(
             note += _domain_hint(status, method)
         report_failures(res, status != 0, keep_failed, note)
     return res
+
+
+#: Front ends a call of :func:`integrate` is handed to, registered by the package
+#: (``nhfast/__init__.py``, above their layers): ``"hamiltonised"``, called as ``f(system,
+#: x0, t_eval, method=..., **options)`` for a ``hamiltonised-*`` method (the method without
+#: its prefix, the options in :data:`HAMILTONISED_OPTIONS` that were passed); ``"client"``,
+#: called as ``f(system, x0, t_eval, client=..., **options)`` (every option passed).
+HANDOFF: dict[str, Callable[..., IntegrationResult]] = {}
+#: Options of ``integrate`` that a ``hamiltonised-*`` method passes on.
+HAMILTONISED_OPTIONS = (
+    "params", "h", "threads", "observables", "max_steps", "tol", "max_iter", "keep_failed",
+    "block",
+)  # fmt: skip
+
+
+def _hand_off(
+    system: Any,
+    x0: Any,
+    t_eval: Any,
+    method: Any,
+    given: dict[str, Any],
+    client: Any,
+    ensemble: dict[str, Any],
+) -> IntegrationResult:
+    """A call of :func:`integrate` that another front end runs (:data:`HANDOFF`); ``given``:
+    the options passed, with a value other than their default."""
+    if client is not None:
+        return HANDOFF["client"](system, x0, t_eval, client=client, **given, **ensemble)
+    if ensemble:
+        name = next(iter(ensemble))
+        raise TypeError(f"integrate() got an unexpected keyword argument {name!r} (without client)")
+    options = {k: given[k] for k in HAMILTONISED_OPTIONS if k in given}
+    return HANDOFF["hamiltonised"](
+        system, x0, t_eval, method=method.removeprefix("hamiltonised-"), **options
+    )
+
+
+#: Option values a prepared call compares by type and value.
+_PLAIN = frozenset({float, int, bool, str, type(None)})
+
+
+def _prepare(
+    plan: CallPlan,
+    system: VectorField,
+    options: tuple[Any, ...],
+    core: tuple[Any, ...],
+    method: str,
+    wanted: bool,
+    threads: int,
+    keep_failed: Any,
+) -> None:
+    """Keep the :class:`nhfast._core.PreparedCall` of a checked call in ``plan`` (the next
+    call with the same ``options`` and inputs of the common kinds skips the Python front
+    end), when its option values are plain and its inputs' rules the plan's: parameters
+    positive or unconstrained symbols, a domain of at most 16 conditions."""
+    if not all(type(v) in _PLAIN for v in options) or not (plan.positive or plan.free):
+        return
+    ndom = len(plan.domain_conditions)
+    if ndom > 16:
+        return
+    dom = None
+    if ndom:
+        dom, dctx = plan.domain_kernel()
+        if dctx is not None:
+            return
+    finish = partial(_finish_prepared, weakref.ref(system), method, wanted, threads, keep_failed)
+    plan.prepared = _core_module().PreparedCall(
+        options, core, plan.positive, dom, ndom, method not in ADAPTIVE, IntegrationResult,
+        method, finish, wanted,
+    )  # fmt: skip
+
+
+def _finish_prepared(
+    system_ref: weakref.ref,
+    method: str,
+    wanted: bool,
+    threads: int,
+    keep_failed: Any,
+    res: IntegrationResult,
+    params: np.ndarray | None,
+    failed: int,
+) -> None:
+    """What :func:`integrate` does after the core run of a prepared call: observables on
+    first access, and the report of failed trajectories."""
+    system = system_ref()
+    if wanted:
+        par = _NO_PARAMS if params is None else params.reshape(-1, system.n_params)
+        res.defer_observables(lambda r: _observables(system, r, par, threads))
+    if failed:
+        note = _domain_hint(res.status, method) if getattr(system, "domain", None) else ""
+        report_failures(res, res.status != 0, keep_failed, note, stacklevel=4)
+
+
+#: The default of each option of :func:`integrate`.
+_DEFAULTS = {
+    k: p.default
+    for k, p in inspect.signature(integrate).parameters.items()
+    if p.default is not p.empty and k != "client"
+}
 
 
 def _stats_dict(stats: np.ndarray) -> dict[str, np.ndarray]:
@@ -598,11 +733,16 @@ def _stiff_note(res: IntegrationResult) -> str:
 
 
 def report_failures(
-    res: IntegrationResult, failed: np.ndarray, keep_failed: bool, note: str = ""
+    res: IntegrationResult,
+    failed: np.ndarray,
+    keep_failed: bool,
+    note: str = "",
+    stacklevel: int = 3,
 ) -> None:
     """Raise ``IntegrationError`` naming how many lanes failed and why (``res.status``), or
-    with ``keep_failed`` warn once (``IntegrationWarning``) and keep the result; ``note`` is
-    added to the message (which domain conditions the lanes that left the domain crossed)."""
+    with ``keep_failed`` warn once (``IntegrationWarning``, at ``stacklevel``) and keep the
+    result; ``note`` is added to the message (which domain conditions the lanes that left
+    the domain crossed)."""
     if not np.any(failed):
         return
     status = res.status
@@ -614,7 +754,7 @@ def report_failures(
     msg += _stiff_note(res) + note
     if not keep_failed:
         raise IntegrationError(msg, status, res)
-    warnings.warn(msg + " (kept: see result.failed)", IntegrationWarning, stacklevel=3)
+    warnings.warn(msg + " (kept: see result.failed)", IntegrationWarning, stacklevel=stacklevel)
 
 
 _serial_warned = False
