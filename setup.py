@@ -11,6 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
@@ -61,7 +62,13 @@ setup(
         Extension(
             "nhfast._core",
             sources=["nhfast/_core.pyx", *CSRC],
-            include_dirs=["csrc", INCLUDE],
+            include_dirs=["csrc", INCLUDE, numpy.get_include()],
+            # the NumPy C API of the oldest NumPy nhfast supports (1.24), with none of its
+            # deprecated names
+            define_macros=[
+                ("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"),
+                ("NPY_TARGET_VERSION", "NPY_1_24_API_VERSION"),
+            ],
             depends=[f"{INCLUDE}/nh_abi.h", "csrc/nh_core.h", "csrc/nh_block.h", "csrc/tableaux.h"],
         )
     ],

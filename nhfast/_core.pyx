@@ -2,7 +2,8 @@
 # cython: cdivision=True
 """Compiled core of nhfast: batch integrators and kernel evaluation over lanes.
 
-Typed memoryviews only (no NumPy C API). Each public function range-checks every integer
+Typed memoryviews, and the NumPy C API in :class:`PreparedCall` alone (the arrays of a call
+made and checked in C). Each public function range-checks every integer
 before it crosses into C (``ValueError`` naming the argument), checks sizes, releases the
 GIL once, runs blocks of lanes over a team of at most ``MAX_THREADS`` threads (OpenMP when
 the build has it) and turns C status codes into Python exceptions. Runs are interruptible:
@@ -17,10 +18,6 @@ import operator
 import os
 import threading
 
-import numpy as _np
-
-from cpython.buffer cimport (PyBUF_RECORDS_RO, PyBUF_WRITABLE, PyBuffer_IsContiguous,
-                             PyBuffer_Release, PyObject_GetBuffer)
 from cpython.exc cimport PyErr_CheckSignals
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.long cimport PyLong_AsLongLongAndOverflow
@@ -29,6 +26,7 @@ from libc.stdint cimport int32_t, int64_t
 from libc.math cimport ceil, fabs, isfinite
 from libc.stdlib cimport free, malloc
 cimport cython
+cimport numpy as cnp
 from cython.parallel cimport parallel
 
 cdef extern from "nh_abi.h":
@@ -720,23 +718,19 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
 
 # --------------------------------------------------------------- prepared calls ----
 
-cdef object _NDARRAY = _np.ndarray
-cdef object _EMPTY = _np.empty
-cdef object _ZEROS = _np.zeros
-cdef object _I32 = _np.int32
-cdef object _I64 = _np.int64
+cnp.import_array()
 cdef object _NEW = object.__new__
-# buffer bits of a prepared call: which of its views to release
-cdef enum:
-    _VX = 1
-    _VP = 2
-    _VT = 4
 
 
-cdef bint _doubles(Py_buffer *b) noexcept:
-    """Whether an exported buffer holds native float64 values, C-contiguous."""
-    return (b.itemsize == 8 and b.format != NULL and b.format[0] == b'd' and b.format[1] == 0
-            and PyBuffer_IsContiguous(b, b'C'))
+cdef inline bint _doubles(object a, int ndim) noexcept:
+    """Whether ``a`` is an ndarray (exactly) of ``ndim`` dimensions holding native, aligned
+    float64 values, C-contiguous."""
+    if type(a) is not cnp.ndarray:
+        return False
+    cdef cnp.ndarray v = <cnp.ndarray>a
+    return (cnp.PyArray_NDIM(v) == ndim and cnp.PyArray_TYPE(v) == cnp.NPY_DOUBLE
+            and cnp.PyArray_IS_C_CONTIGUOUS(v) and cnp.PyArray_ISALIGNED(v)
+            and cnp.PyArray_ISNOTSWAPPED(v))
 
 
 cdef bint _finite(const double *v, int64_t m, bint positive) noexcept nogil:
@@ -748,13 +742,10 @@ cdef bint _finite(const double *v, int64_t m, bint positive) noexcept nogil:
     return ok
 
 
-cdef void *_data(object array) except NULL:
-    """The data of a new, writable, C-contiguous NumPy array (made by this module)."""
-    cdef Py_buffer b
-    PyObject_GetBuffer(array, &b, PyBUF_WRITABLE)
-    cdef void *p = b.buf
-    PyBuffer_Release(&b)  # the array keeps its memory: the pointer stays valid
-    return p
+cdef inline bint _same(object a, object b) except -1:
+    """Whether the option value ``a`` is the prepared ``b``: the same object, or of the same
+    type and equal (a plain float, int, bool, str: ``threads=True`` is not ``threads=1``)."""
+    return a is b or (type(a) is type(b) and a == b)
 
 
 @cython.auto_pickle(False)
@@ -769,19 +760,19 @@ cdef class PreparedCall:
     returns the result; anything else returns None (the caller then runs the full checks,
     which raise the errors).
 
-    ``options`` are the option values of the checked call (plain floats, ints, bools,
-    strings or None); ``core`` are :func:`integrate_batch`'s arguments of that call without
-    its arrays, in its order: ``(rhs, ctx, n, npar, split, method, rtol, atol, h, hmax,
-    max_steps, tol, max_iter, threads, block, nstiff, dense, taylor, order, derive,
-    nderived, order_auto)``, ``ctx`` None (compiled kernels). What the inputs must meet:
-    ``positive`` (every parameter > 0, else finite), ``domain`` (None, or the capsule of a
-    compiled kernel of the ``ndomain`` conditions ``g > 0`` that every initial state meets
-    at ``t_eval[0]``) and ``count_steps`` (a fixed-step method: the steps ``h`` takes over
-    ``t_eval``, at least one per interval, at most ``max_steps``). The result is
-    ``result_type`` with the attributes ``t, y, status, method, observables ({}),
-    t_reached, events (None)`` and the core's statistics as ``_core_stats``; ``finish(result,
-    params, failed)`` runs after a run with ``failed`` > 0 trajectories that failed, or
-    always with ``wanted``.
+    ``options`` are the option values of the checked call, in the order of ``__call__``
+    after ``params`` (plain floats, ints, bools, strings or None); ``core`` are
+    :func:`integrate_batch`'s arguments of that call without its arrays, in its order:
+    ``(rhs, ctx, n, npar, split, method, rtol, atol, h, hmax, max_steps, tol, max_iter,
+    threads, block, nstiff, dense, taylor, order, derive, nderived, order_auto)``, ``ctx``
+    None (compiled kernels). What the inputs must meet: ``positive`` (every parameter > 0,
+    else finite), ``domain`` (None, or the capsule of a compiled kernel of the ``ndomain``
+    conditions ``g > 0`` that every initial state meets at ``t_eval[0]``) and
+    ``count_steps`` (a fixed-step method: the steps ``h`` takes over ``t_eval``, at least one
+    per interval, at most ``max_steps``). The result is ``result_type`` with the attributes
+    ``t, y, status, method, observables ({}), t_reached, events (None)`` and the core's
+    statistics as ``_core_stats``; ``finish(result, params, failed)`` runs after a run with
+    ``failed`` > 0 trajectories that failed, or always with ``wanted``.
     """
     cdef nh_system sys
     cdef nh_options opt
@@ -800,6 +791,8 @@ cdef class PreparedCall:
          threads, block, nstiff, dense, taylor, order, derive, nderived, order_auto) = core
         if ctx is not None:
             raise ValueError("a prepared call needs compiled kernels (ctx None)")
+        if len(options) != 18:
+            raise ValueError(f"options: 18 values expected, got {len(options)}")
         _settings(&self.sys, &self.opt, &self.base, n, npar, split, code, max_steps,
                   max_iter, block, nstiff, threads, order, order_auto, dense, taylor, derive,
                   nderived)
@@ -821,34 +814,25 @@ cdef class PreparedCall:
         self.finish = finish
         self.wanted = wanted
 
-    def __call__(self, x0, t_eval, params, *options):
-        cdef tuple mine = self.options
-        cdef Py_ssize_t i
-        if len(options) != len(mine):
+    def __call__(self, x0, t_eval, params, method, rtol, atol, h, threads, observables,
+                 max_steps, hmax, tol, max_iter, keep_failed, block, stiffness_check, dense,
+                 events, max_events, order, watch_domain):
+        cdef tuple o = self.options
+        if not (_same(method, o[0]) and _same(rtol, o[1]) and _same(atol, o[2])
+                and _same(h, o[3]) and _same(threads, o[4]) and _same(observables, o[5])
+                and _same(max_steps, o[6]) and _same(hmax, o[7]) and _same(tol, o[8])
+                and _same(max_iter, o[9]) and _same(keep_failed, o[10])
+                and _same(block, o[11]) and _same(stiffness_check, o[12])
+                and _same(dense, o[13]) and _same(events, o[14])
+                and _same(max_events, o[15]) and _same(order, o[16])
+                and _same(watch_domain, o[17])):
             return None
-        for i in range(len(mine)):
-            a = options[i]
-            b = mine[i]
-            if a is not b and (type(a) is not type(b) or a != b):
-                return None
-        if type(x0) is not _NDARRAY:
-            return None
-        cdef Py_buffer xb, pb, tb
-        cdef int held = 0
-        try:
-            return self._run(x0, t_eval, params, &xb, &pb, &tb, &held)
-        finally:
-            if held & _VX:
-                PyBuffer_Release(&xb)
-            if held & _VP:
-                PyBuffer_Release(&pb)
-            if held & _VT:
-                PyBuffer_Release(&tb)
+        return self._run(x0, t_eval, params)
 
-    cdef object _run(self, x0, t_eval, params, Py_buffer *xb, Py_buffer *pb, Py_buffer *tb,
-                     int *held):
+    cdef object _run(self, x0, t_eval, params):
         cdef int64_t n = self.sys.n, npar = self.sys.npar
         cdef int64_t ntraj, nt, prows = 1, r, j
+        cdef cnp.npy_intp dims[3]
         cdef double t2[2]
         cdef const double *tp
         cdef const double *xp
@@ -861,21 +845,25 @@ cdef class PreparedCall:
         cdef double small[16]
         cdef int32_t *st
         cdef double *tr
+        cdef cnp.ndarray xa, pa, ta, t, y, status, stats, t_reached
         # states: (n,) or (n_traj, n), finite
-        PyObject_GetBuffer(x0, xb, PyBUF_RECORDS_RO)
-        held[0] |= _VX
-        if not _doubles(xb):
-            return None
-        if xb.ndim == 1 and xb.shape[0] == n:
+        if _doubles(x0, 1):
+            xa = <cnp.ndarray>x0
+            if cnp.PyArray_DIM(xa, 0) != n:
+                return None
             ntraj = 1
-        elif xb.ndim == 2 and xb.shape[1] == n and xb.shape[0] > 0:
-            ntraj = xb.shape[0]
+        elif _doubles(x0, 2):
+            xa = <cnp.ndarray>x0
+            if cnp.PyArray_DIM(xa, 1) != n or cnp.PyArray_DIM(xa, 0) < 1:
+                return None
+            ntraj = cnp.PyArray_DIM(xa, 0)
         else:
             return None
-        xp = <const double *>xb.buf
+        xp = <const double *>cnp.PyArray_DATA(xa)
         if not _finite(xp, ntraj * n, False):
             return None
         # output times: [t0, t1] of floats, or a float64 array; finite, strictly monotonic
+        t = None
         if type(t_eval) is list and len(<list>t_eval) == 2:
             t0, t1 = <list>t_eval
             if type(t0) is not float or type(t1) is not float:
@@ -886,15 +874,11 @@ cdef class PreparedCall:
                 return None
             nt = 2
             tp = t2
-            t = None  # made below, once the inputs pass
-        elif type(t_eval) is _NDARRAY:
-            PyObject_GetBuffer(t_eval, tb, PyBUF_RECORDS_RO)
-            held[0] |= _VT
-            if not _doubles(tb) or tb.ndim != 1 or tb.shape[0] < 1:
-                return None
-            nt = tb.shape[0]
-            tp = <const double *>tb.buf
-            if not _finite(tp, nt, False):
+        elif _doubles(t_eval, 1):
+            ta = <cnp.ndarray>t_eval
+            nt = cnp.PyArray_DIM(ta, 0)
+            tp = <const double *>cnp.PyArray_DATA(ta)
+            if nt < 1 or not _finite(tp, nt, False):
                 return None
             for r in range(2, nt):  # one direction throughout
                 if not ((tp[r] - tp[r - 1] > 0) == (tp[1] - tp[0] > 0)):
@@ -902,7 +886,7 @@ cdef class PreparedCall:
             for r in range(1, nt):
                 if not (tp[r] != tp[r - 1]):
                     return None
-            t = t_eval
+            t = ta
         else:
             return None
         # parameters: none, (n_params,) or (n_traj, n_params); finite (and > 0)
@@ -910,19 +894,18 @@ cdef class PreparedCall:
             if params is not None:
                 return None
         else:
-            if type(params) is not _NDARRAY:
-                return None
-            PyObject_GetBuffer(params, pb, PyBUF_RECORDS_RO)
-            held[0] |= _VP
-            if not _doubles(pb):
-                return None
-            if pb.ndim == 1 and pb.shape[0] == npar:
-                prows = 1
-            elif pb.ndim == 2 and pb.shape[0] == ntraj and pb.shape[1] == npar:
+            if _doubles(params, 1):
+                pa = <cnp.ndarray>params
+                if cnp.PyArray_DIM(pa, 0) != npar:
+                    return None
+            elif _doubles(params, 2):
+                pa = <cnp.ndarray>params
+                if cnp.PyArray_DIM(pa, 0) != ntraj or cnp.PyArray_DIM(pa, 1) != npar:
+                    return None
                 prows = ntraj
             else:
                 return None
-            pp = <const double *>pb.buf
+            pp = <const double *>cnp.PyArray_DATA(pa)
             if not _finite(pp, prows * npar, self.positive):
                 return None
         # the domain at t_eval[0]: every condition > 0 at every initial state
@@ -944,18 +927,23 @@ cdef class PreparedCall:
                 return None
         # outputs
         if t is None:
-            t = _EMPTY(2)
-            (<double *>_data(t))[0] = t2[0]
-            (<double *>_data(t))[1] = t2[1]
-            tp = <const double *>_data(t)
-        y = _EMPTY((ntraj, nt, n))
-        status = _ZEROS(ntraj, _I32)
-        stats = _ZEROS((ntraj, NH_NSTATS), _I64)
-        t_reached = _EMPTY(ntraj)
-        tr = <double *>_data(t_reached)
+            dims[0] = 2
+            t = cnp.PyArray_EMPTY(1, dims, cnp.NPY_DOUBLE, 0)
+            (<double *>cnp.PyArray_DATA(t))[0] = t2[0]
+            (<double *>cnp.PyArray_DATA(t))[1] = t2[1]
+            tp = <const double *>cnp.PyArray_DATA(t)
+        dims[0] = ntraj
+        dims[1] = nt
+        dims[2] = n
+        y = cnp.PyArray_EMPTY(3, dims, cnp.NPY_DOUBLE, 0)
+        t_reached = cnp.PyArray_EMPTY(1, dims, cnp.NPY_DOUBLE, 0)
+        status = cnp.PyArray_ZEROS(1, dims, cnp.NPY_INT32, 0)
+        dims[1] = NH_NSTATS
+        stats = cnp.PyArray_ZEROS(2, dims, cnp.NPY_INT64, 0)
+        tr = <double *>cnp.PyArray_DATA(t_reached)
         for r in range(ntraj):
             tr[r] = tp[0]
-        st = <int32_t *>_data(status)
+        st = <int32_t *>cnp.PyArray_DATA(status)
         opt.stop = &stop
         a = self.base
         nblocks = _team_size(self.threads, (ntraj + a.block - 1) // a.block)
@@ -967,9 +955,9 @@ cdef class PreparedCall:
         a.par = pp
         a.par_stride = 0 if prows == 1 else npar
         a.ntraj = ntraj
-        a.y = <double *>_data(y)
+        a.y = <double *>cnp.PyArray_DATA(y)
         a.status = st
-        a.stats = <int64_t *>_data(stats)
+        a.stats = <int64_t *>cnp.PyArray_DATA(stats)
         a.t_end = tr
         a.x_end = NULL
         a.ev = NULL
@@ -984,7 +972,6 @@ cdef class PreparedCall:
         if failed or self.wanted:
             self.finish(res, params, failed)
         return res
-
 
 
 # ------------------------------------------------------------ kernel evaluation ----
