@@ -451,6 +451,26 @@ NH_INLINE void jz_steps(const double *restrict nx, const double *restrict n0,
                         double ip1, double ip0, int has1, int has0, double fac,
                         double *restrict h) {
 #if NH_HAVE_VEC
+    if (nv == 1) {
+        /* one lane: its four logarithms in one vector (nh_vlog works element by element, so
+         * each has the bits it has in a vector of lanes; the same operations follow) */
+        const double x = nx[0];
+        const int absolute = rtol * x <= atol;
+        const double s = absolute ? 1.0 : x;
+        const double e = tol_in_radius ? (absolute ? atol : rtol) : 1.0;
+        const nh_vec lg = nh_vlog((nh_vec){e * s, n2[0], has1 ? n1[0] : 1.0, has0 ? n0[0] : 1.0});
+        double a = (lg[0] - lg[1]) * ip;
+        if (has1) {
+            const double a1 = (lg[0] - lg[2]) * ip1;
+            a = a1 < a ? a1 : a;
+        }
+        if (has0) {
+            const double a0 = (lg[0] - lg[3]) * ip0;
+            a = a0 < a ? a0 : a;
+        }
+        h[0] = nh_vexp(nh_splat(a))[0] * fac;
+        return;
+    }
     for (int64_t l0 = 0; l0 < nr; l0 += NH_VW) {
         /* a vector of lanes that norm_inf wrote one by one is gathered element-wise (a
          * vector load of single stores just made waits on store forwarding) */
