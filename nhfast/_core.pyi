@@ -141,9 +141,26 @@ class PreparedCall:
         domain: CapsuleType | None,
         ndomain: int,
         count_steps: bool,
+        watch_rows: bool,
+        watch_events: tuple[NDArray[np.int32], NDArray[np.int32]] | None,
+        x_end_rows: int,
         result_type: type,
         method: str,
-        finish: Callable[[object, NDArray[np.float64] | None, int], object],
+        finish: Callable[
+            [
+                object,
+                NDArray[np.float64],
+                NDArray[np.float64] | None,
+                int,
+                int,
+                NDArray[np.float64] | None,
+                tuple[
+                    NDArray[np.float64], NDArray[np.int32], NDArray[np.float64], NDArray[np.int64]
+                ]
+                | None,
+            ],
+            object,
+        ],
         wanted: bool,
     ) -> None: ...
     def __call__(self, x0: object, t_eval: object, params: object, *options: object) -> object: ...

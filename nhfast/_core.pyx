@@ -23,7 +23,7 @@ from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New, PyCapsule_IsValid
 from libc.stdint cimport int32_t, int64_t
-from libc.math cimport ceil, fabs, isfinite
+from libc.math cimport NAN, ceil, fabs, isfinite
 from libc.stdlib cimport free, malloc
 cimport cython
 cimport numpy as cnp
@@ -742,6 +742,15 @@ cdef bint _finite(const double *v, int64_t m, bint positive) noexcept nogil:
     return ok
 
 
+cdef inline bint all_positive(const double *v, int64_t m) noexcept nogil:
+    """Whether v[0:m] are all > 0 (NaN is not)."""
+    cdef int64_t j
+    for j in range(m):
+        if not (v[j] > 0.0):
+            return False
+    return True
+
+
 cdef inline bint _same(object a, object b) except -1:
     """Whether the option value ``a`` is the prepared ``b``: the same object, or of the same
     type and equal (a plain float, int, bool, str: ``threads=True`` is not ``threads=1``)."""
@@ -769,10 +778,19 @@ cdef class PreparedCall:
     else finite), ``domain`` (None, or the capsule of a compiled kernel of the ``ndomain``
     conditions ``g > 0`` that every initial state meets at ``t_eval[0]``) and
     ``count_steps`` (a fixed-step method: the steps ``h`` takes over ``t_eval``, at least one
-    per interval, at most ``max_steps``). The result is ``result_type`` with the attributes
-    ``t, y, status, method, observables ({}), t_reached, events (None)`` and the core's
-    statistics as ``_core_stats``; ``finish(result, params, failed)`` runs after a run with
-    ``failed`` > 0 trajectories that failed, or always with ``wanted``.
+    per interval, at most ``max_steps``). A domain can be watched (with ``domain``): on the
+    output rows (``watch_rows``: after the run, every output row of the trajectories that
+    finished is checked against its conditions), or along the steps (``watch_events``, the
+    int32 arrays ``(direction, terminal)`` of its conditions as terminal events, located by
+    the core into a record of one event per trajectory); either way the state where each
+    trajectory stopped is kept (``x_end``; at most ``x_end_rows`` trajectories, else None is
+    returned before the run). The result is ``result_type`` with the attributes ``t, y,
+    status, method, observables ({}), t_reached, events (None)`` and the core's statistics
+    as ``_core_stats``; ``finish(result, x0, params, failed, outside, x_end, record)`` runs
+    after a run with ``failed`` trajectories that failed, ``outside`` finished ones with an
+    output row outside the domain or a domain event recorded (counts; ``x_end`` None when
+    the domain is not watched; ``record`` the arrays ``(t, which, y, count)`` of the events,
+    or None), or always with ``wanted``.
     """
     cdef nh_system sys
     cdef nh_options opt
@@ -780,13 +798,18 @@ cdef class PreparedCall:
     cdef object threads
     cdef tuple options
     cdef tuple keep  # the capsules the kernel pointers come from
-    cdef bint positive, count_steps, wanted
+    cdef bint positive, count_steps, wanted, watch_rows, watch_events
+    cdef const int32_t *ev_direction
+    cdef const int32_t *ev_terminal
     cdef nh_kernel_fn domain
-    cdef int64_t ndomain
+    cdef int64_t ndomain, x_end_rows
     cdef object result_type, method, finish
 
     def __init__(self, tuple options, tuple core, bint positive, domain, ndomain,
-                 bint count_steps, result_type, str method, finish, bint wanted):
+                 bint count_steps, bint watch_rows, watch_events, x_end_rows, result_type,
+                 str method, finish, bint wanted):
+        cdef const int32_t[::1] direction
+        cdef const int32_t[::1] terminal
         (rhs, ctx, n, npar, split, code, rtol, atol, h, hmax, max_steps, tol, max_iter,
          threads, block, nstiff, dense, taylor, order, derive, nderived, order_auto) = core
         if ctx is not None:
@@ -804,9 +827,24 @@ cdef class PreparedCall:
         self.domain = _unwrap(domain) if domain is not None else NULL
         if count_steps and not self.opt.h > 0.0:
             raise ValueError("count_steps needs the step size h > 0")
+        if watch_rows and domain is None:
+            raise ValueError("watch_rows needs the domain's kernel")
+        self.watch_rows = watch_rows
+        self.watch_events = watch_events is not None
+        if self.watch_events:
+            direction, terminal = watch_events
+            if (domain is None or watch_rows or direction.shape[0] != self.ndomain
+                    or terminal.shape[0] != self.ndomain):
+                raise ValueError("watch_events: one direction and terminal per domain "
+                                 "condition, without watch_rows")
+            if not self.base.dense and self.opt.method != NH_TAYLOR:
+                raise ValueError("watch_events needs dense output or the Taylor method")
+            self.ev_direction = &direction[0]
+            self.ev_terminal = &terminal[0]
+        self.x_end_rows = _int_arg(x_end_rows, "x_end_rows", 0, _INT64_MAX)
         self.threads = threads
         self.options = options
-        self.keep = (rhs, taylor, derive, domain)
+        self.keep = (rhs, taylor, derive, domain, watch_events)
         self.positive = positive
         self.count_steps = count_steps
         self.result_type = result_type
@@ -831,7 +869,7 @@ cdef class PreparedCall:
 
     cdef object _run(self, x0, t_eval, params):
         cdef int64_t n = self.sys.n, npar = self.sys.npar
-        cdef int64_t ntraj, nt, prows = 1, r, j
+        cdef int64_t ntraj, nt, prows = 1, r, k
         cdef cnp.npy_intp dims[3]
         cdef double t2[2]
         cdef const double *tp
@@ -841,11 +879,18 @@ cdef class PreparedCall:
         cdef nh_options opt = self.opt  # a copy: its stop hook is this call's
         cdef nh_interrupt stop
         cdef _batch a
-        cdef int64_t counter = 0, nblocks, failed = 0
+        cdef int64_t counter = 0, nblocks, failed = 0, outside = 0
+        cdef double *yp
         cdef double small[16]
         cdef int32_t *st
         cdef double *tr
-        cdef cnp.ndarray xa, pa, ta, t, y, status, stats, t_reached
+        cdef cnp.ndarray xa, pa, ta, t, y, status, stats, t_reached, x_end = None
+        cdef cnp.ndarray ev_t, ev_which, ev_y, ev_count
+        cdef nh_events ev
+        cdef int64_t *cnt
+        cdef int64_t hits = 0
+        cdef double *fill
+        cdef int32_t *ifill
         # states: (n,) or (n_traj, n), finite
         if _doubles(x0, 1):
             xa = <cnp.ndarray>x0
@@ -914,9 +959,8 @@ cdef class PreparedCall:
                 if self.domain(NULL, tp, xp + r * n, pp + (r * npar if prows > 1 else 0)
                                if pp != NULL else NULL, small, 1, 1) != NH_OK:
                     return None
-                for j in range(self.ndomain):
-                    if not (small[j] > 0.0):
-                        return None
+                if not all_positive(small, self.ndomain):
+                    return None
         # a fixed-step method: its step count within max_steps
         if self.count_steps:
             total = 0.0
@@ -925,6 +969,8 @@ cdef class PreparedCall:
                 total += d if d > 1.0 else 1.0
             if not total <= <double>opt.max_steps:
                 return None
+        if (self.watch_rows or self.watch_events) and ntraj > self.x_end_rows:
+            return None
         # outputs
         if t is None:
             dims[0] = 2
@@ -960,17 +1006,66 @@ cdef class PreparedCall:
         a.stats = <int64_t *>cnp.PyArray_DATA(stats)
         a.t_end = tr
         a.x_end = NULL
+        if self.watch_rows or self.watch_events:
+            dims[1] = n
+            x_end = cnp.PyArray_EMPTY(2, dims, cnp.NPY_DOUBLE, 0)
+            a.x_end = <double *>cnp.PyArray_DATA(x_end)
         a.ev = NULL
+        if self.watch_events:  # a record of one event per trajectory: NaN times, -1 which
+            dims[1] = 1
+            dims[2] = n
+            ev_t = cnp.PyArray_EMPTY(2, dims, cnp.NPY_DOUBLE, 0)
+            ev_which = cnp.PyArray_EMPTY(2, dims, cnp.NPY_INT32, 0)
+            ev_y = cnp.PyArray_EMPTY(3, dims, cnp.NPY_DOUBLE, 0)
+            ev_count = cnp.PyArray_ZEROS(1, dims, cnp.NPY_INT64, 0)
+            fill = <double *>cnp.PyArray_DATA(ev_t)
+            for r in range(ntraj):
+                fill[r] = NAN
+            fill = <double *>cnp.PyArray_DATA(ev_y)
+            for r in range(ntraj * n):
+                fill[r] = NAN
+            ifill = <int32_t *>cnp.PyArray_DATA(ev_which)
+            for r in range(ntraj):
+                ifill[r] = -1
+            cnt = <int64_t *>cnp.PyArray_DATA(ev_count)
+            ev.fn = self.domain
+            ev.ctx = NULL
+            ev.nev = self.ndomain
+            ev.direction = self.ev_direction
+            ev.terminal = self.ev_terminal
+            ev.cap = 1
+            ev.t = <double *>cnp.PyArray_DATA(ev_t)
+            ev.which = ifill
+            ev.y = <double *>cnp.PyArray_DATA(ev_y)
+            ev.count = cnt
+            a.ev = &ev
         a.shared = &counter if nblocks > 1 else NULL
         _run_team(_batch_item, &a, nblocks, <int>nblocks, &stop, None)
         for r in range(ntraj):
             failed += st[r] != 0
+        if self.watch_rows:  # the domain at every output row of the finished trajectories
+            yp = a.y
+            for r in range(ntraj):
+                if st[r] != 0:
+                    continue
+                for k in range(nt):
+                    if self.domain(NULL, tp + k, yp + (r * nt + k) * n,
+                                   pp + (r * npar if prows > 1 else 0) if pp != NULL else NULL,
+                                   small, 1, 1) != NH_OK:
+                        small[0] = NAN
+                    if not all_positive(small, self.ndomain):
+                        outside += 1
+                        break
+        if self.watch_events:
+            for r in range(ntraj):
+                hits += cnt[r] != 0
         res = _NEW(self.result_type)
         res.__dict__ = {"t": t, "y": y, "status": status, "method": self.method,
                         "observables": {}, "t_reached": t_reached, "events": None,
                         "_core_stats": stats}
-        if failed or self.wanted:
-            self.finish(res, params, failed)
+        if failed or outside or hits or self.wanted:
+            self.finish(res, x0, params, failed, outside + hits, x_end,
+                        (ev_t, ev_which, ev_y, ev_count) if self.watch_events else None)
         return res
 
 
@@ -1067,7 +1162,7 @@ def all_positive_rows(object kernel, object ctx, nout, const double[::1] t,
         raise ValueError("t does not match the rows of x")
     cdef double small[16]
     cdef double *out = small
-    cdef int64_t r, j
+    cdef int64_t r
     cdef int rc = NH_OK
     cdef bint ok = True
     cdef const double *p = &par[0] if par.shape[0] > 0 else NULL
@@ -1083,10 +1178,8 @@ def all_positive_rows(object kernel, object ctx, nout, const double[::1] t,
                 rc = fn(NULL, &t[r * tstep], &x[r, 0], p, out, 1, 1)
                 if rc != NH_OK:
                     break
-                for j in range(m):
-                    if not (out[j] > 0.0):
-                        ok = False
-                if not ok:
+                if not all_positive(out, m):
+                    ok = False
                     break
     finally:
         if out != small:

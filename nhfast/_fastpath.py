@@ -7,6 +7,10 @@ a float64 array -- when every value certainly passes the full checks, and return
 otherwise: the caller then runs the full checks of :mod:`nhfast._validate` and the system,
 which raise the errors (so the messages do not depend on the path). Results are the same
 arrays either way.
+
+The plan also keeps the :class:`nhfast._core.PreparedCall` of the last checked call that
+can have one (``prepared``): a call with the same options runs it first, and its inputs,
+outputs and core run in one compiled pass.
 """
 
 from __future__ import annotations

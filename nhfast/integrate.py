@@ -27,6 +27,7 @@ from nhfast._validate import (
 )
 from nhfast.errors import IntegrationError, IntegrationWarning
 from nhfast.events import (
+    DomainWatch,
     EventRecord,
     domain_boundary,
     domain_exits,
@@ -519,14 +520,14 @@ def integrate(
         record = EventRecord.empty(ntraj, width, n)
         ev_args = (ev_cap, ev_ctx, spec[1], spec[2], record.t, record.which, record.y,
                    record.count)  # fmt: skip
-    if plan is not None and ev_spec is None and not watched and ctx is None:
+    if plan is not None and ev_spec is None and ctx is None:
         options = (method, rtol_in, atol_in, h, threads, observables, max_steps, hmax, tol_in,
                    max_iter, keep_failed, block, stiffness_check, dense, events, max_events,
                    order, watch_domain)  # fmt: skip
         core = (cap, ctx, n, npar, split, METHODS[method], rtol, atol, h0, hm, int(max_steps),
                 tol, int(max_iter), int(threads), int(block), nstiff, bool(dense), tcap,
                 torder, derive, nderived, tauto)  # fmt: skip
-        _prepare(plan, system, options, core, method, bool(wanted), threads, keep_failed)
+        _prepare(plan, system, options, core, method, dom, bool(wanted), threads, keep_failed)
     # positional (nstiff, t_end, dense, events, taylor, order, x_end, derive, nderived,
     # order_auto): keywords cost the call 0.4 us
     _core.integrate_batch(
@@ -626,6 +627,7 @@ def _prepare(
     options: tuple[Any, ...],
     core: tuple[Any, ...],
     method: str,
+    dom: DomainWatch | None,
     wanted: bool,
     threads: int,
     keep_failed: Any,
@@ -633,21 +635,25 @@ def _prepare(
     """Keep the :class:`nhfast._core.PreparedCall` of a checked call in ``plan`` (the next
     call with the same ``options`` and inputs of the common kinds skips the Python front
     end), when its option values are plain and its inputs' rules the plan's: parameters
-    positive or unconstrained symbols, a domain of at most 16 conditions."""
+    positive or unconstrained symbols, a domain of at most 16 conditions, watched (``dom``:
+    along the steps, by the core's events; else, with ``watch_domain``, on the output rows)
+    or not."""
     if not all(type(v) in _PLAIN for v in options) or not (plan.positive or plan.free):
         return
     ndom = len(plan.domain_conditions)
     if ndom > 16:
         return
-    dom = None
+    kernel = None
     if ndom:
-        dom, dctx = plan.domain_kernel()
+        kernel, dctx = plan.domain_kernel()
         if dctx is not None:
             return
+    watch_rows = bool(ndom) and dom is None and options[17] is True  # watch_domain
+    events = None if dom is None else (dom.spec[1], dom.spec[2])
     finish = partial(_finish_prepared, weakref.ref(system), method, wanted, threads, keep_failed)
     plan.prepared = _core_module().PreparedCall(
-        options, core, plan.positive, dom, ndom, method not in ADAPTIVE, IntegrationResult,
-        method, finish, wanted,
+        options, core, plan.positive, kernel, ndom, method not in ADAPTIVE, watch_rows,
+        events, X_END_ROWS, IntegrationResult, method, finish, wanted,
     )  # fmt: skip
 
 
@@ -658,18 +664,39 @@ def _finish_prepared(
     threads: int,
     keep_failed: Any,
     res: IntegrationResult,
+    x0: np.ndarray,
     params: np.ndarray | None,
     failed: int,
+    outside: int,
+    x_end: np.ndarray | None,
+    record: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None,
 ) -> None:
-    """What :func:`integrate` does after the core run of a prepared call: observables on
-    first access, and the report of failed trajectories."""
+    """What :func:`integrate` does after the core run of a prepared call with ``failed``
+    trajectories that failed or ``outside`` that left the domain (an output row outside it,
+    or a domain event in ``record``, the arrays of an :class:`EventRecord`; ``x_end``: the
+    states where they stopped, when the domain is watched), or observables wanted: the
+    domain's marks, observables on first access, and the report of failed trajectories."""
     system = system_ref()
+    par = _NO_PARAMS if params is None else params.reshape(-1, system.n_params)
+    note = ""
+    status, t_reached = res.status, res.t_reached
+    if record is not None and outside:  # the domain's events stopped trajectories
+        rec = EventRecord(*record)
+        watch = call_plan(system).domain_watch()
+        _, note = domain_exits(system, watch, rec, status, res.t[-1], t_reached, None)
+    failed = np.count_nonzero(status)  # with the lanes the domain's events stopped
+    if x_end is not None and failed:
+        x = x0.reshape(-1, system.n_state)
+        note += domain_boundary(system, x, x_end, par, status, t_reached)
+    if x_end is not None and record is None and (failed or outside):
+        dk = call_plan(system).domain_kernel()
+        note += domain_outputs(system, res.t, res.y, par, status, t_reached, threads, dk)
     if wanted:
-        par = _NO_PARAMS if params is None else params.reshape(-1, system.n_params)
         res.defer_observables(lambda r: _observables(system, r, par, threads))
-    if failed:
-        note = _domain_hint(res.status, method) if getattr(system, "domain", None) else ""
-        report_failures(res, res.status != 0, keep_failed, note, stacklevel=4)
+    if np.count_nonzero(status):
+        if record is None and getattr(system, "domain", None):
+            note += _domain_hint(status, method)
+        report_failures(res, status != 0, keep_failed, note, stacklevel=4)
 
 
 #: The default of each option of :func:`integrate`.

@@ -280,18 +280,15 @@ def test_threads_share_one_prepared_call(hh):
         np.testing.assert_array_equal(got[i], y)
 
 
-def test_no_prepared_call_for_unplain_options_events_or_a_watched_domain(pendulum, hh):
+def test_no_prepared_call_for_unplain_options_or_events():
     x0 = np.array([0.5, 0.1])
     par = np.array([9.81])
     system = _pendulum("unprepared")
     nh.integrate(system, x0, [0.0, 1.0], params=par, rtol=np.float64(1e-9))
     assert _prepared(system) is None  # an option that is not a plain value
-    nh.integrate(system, x0, [0.0, 1.0], params=par, method="taylor")
-    assert _prepared(system) is None  # the domain watched along the steps
     q, p = system.states
-    nh.integrate(system, x0, [0.0, 1.0], params=par, method="taylor", watch_domain=False,
-                 events=[(q, 0, False)])  # fmt: skip
-    assert _prepared(system) is None
+    nh.integrate(system, x0, [0.0, 1.0], params=par, method="taylor", events=[(q, 0, False)])
+    assert _prepared(system) is None  # the user's events
 
 
 @settings(max_examples=40, deadline=None)
@@ -323,3 +320,65 @@ def test_any_sequence_of_calls_gives_the_full_paths_results(calls):
             kw["h"] = 0.05
         got = nh.integrate(system, x0[0] if rows == 1 else x0, t, **kw)
         _same(got, _full(_henon_heiles(), x0[0] if rows == 1 else x0, t, **kw))
+
+
+def _reciprocal() -> nh.VectorField:
+    """x' = -1/x with the domain x > 0: x reaches 0 at t = x0^2 / 2, where x' is singular
+    (a trajectory stops at the boundary: its steps underflow or its state is not finite)."""
+    x = sp.Symbol("x")
+    return nh.VectorField([x], [-1 / x], domain={"x > 0": x}, name="reciprocal")
+
+
+def _messages_and_results(system, x0, t, keep, call, **kw):
+    """(result or None, the warning's or error's message) of ``call(system, x0, t, **kw)``."""
+    if keep:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = call(system, x0, t, keep_failed=True, **kw)
+        return res, [str(w.message) for w in caught]
+    with pytest.raises(IntegrationError) as err:
+        call(system, x0, t, **kw)
+    return err.value.result if hasattr(err.value, "result") else None, [str(err.value)]
+
+
+@pytest.mark.parametrize(
+    "make, x0, par, method, kw",
+    [
+        (_pendulum, [[0.5, 0.1], [2.9, 3.0], [1.0, -0.3]], [9.81], "rk4", {"h": 0.01}),
+        (_pendulum, [[2.9, 3.0]], [9.81], "dop853", {}),
+        (_pendulum, [[0.5, 0.1], [2.95, 1.0]], [[9.81], [1.0]], "gauss4", {"h": 0.02}),
+        (_reciprocal, [[1.0], [0.5], [2.0]], None, "dop853", {}),
+        (_reciprocal, [[0.5]], None, "dopri5", {}),
+        # along the steps: the domain's conditions as the core's terminal events
+        (_pendulum, [[0.5, 0.1], [2.9, 3.0], [1.0, -0.3]], [9.81], "taylor", {}),
+        (_pendulum, [[2.9, 3.0]], [9.81], "dop853", {"dense": True}),
+        (_pendulum, [[2.95, 1.0], [0.5, 0.1]], [[1.0], [9.81]], "taylor", {"rtol": 1e-12}),
+        (_reciprocal, [[1.0], [0.5], [2.0]], None, "taylor", {}),
+        (_reciprocal, [[0.5]], None, "dop853", {"dense": True}),
+    ],
+)
+@pytest.mark.parametrize("keep", [True, False])
+def test_watched_domain_in_a_prepared_call(make, x0, par, method, kw, keep, monkeypatch):
+    """A domain watched in a prepared call, on the output rows (methods without domain
+    events: a trajectory that passes outside between output times is marked ``left_domain``
+    at the first row outside; one that stops at a singular boundary, x' = -1/x, at the state
+    where it stopped) or along the steps (Taylor, dense DOP853: it stops at the crossing):
+    the same statuses, rows, times reached, events and message as the full path, also for
+    one trajectory."""
+    x0, t = np.array(x0), np.linspace(0.0, 1.5, 7)
+    par = None if par is None else np.array(par)
+    opts = dict(params=None if par is None else par[:1].reshape(-1), method=method, **kw)
+    system = make()
+    inside = np.array([[0.5, 0.1]]) if make is _pendulum else np.array([[2.0]])
+    nh.integrate(system, inside, t, keep_failed=keep, **{**opts, "params": opts["params"]})
+    assert _prepared(system) is not None
+    opts["params"] = par
+    with monkeypatch.context() as m:
+        m.setattr(nhi, "state_rows", _refuse)
+        got, got_msg = _messages_and_results(system, x0, t, keep, nh.integrate, **opts)
+    want, want_msg = _messages_and_results(make(), x0, t, keep, _full, **opts)
+    assert got_msg == want_msg and got_msg
+    assert "left its domain" in got_msg[0]
+    if keep:
+        _same(got, want)
+        assert LANE["left_domain"] in got.status
