@@ -50,6 +50,21 @@ typedef struct {
 #define NH_EVEN(p) ((p) & ~(int64_t)1)
 #define NH_ODD(p) ((p) - 1 + ((p) & 1))
 
+/* One chain of four components (stride nl, orders ks apart) from the order top down to low,
+ * every other order: a[c] = x^[top], then a[c] = a[c] u + x^[k] for k = top - 2, top - 4, ...
+ * >= low. */
+static inline void horner_chain4(const double *c, int64_t ks, int64_t nl, int64_t top,
+                                 int64_t low, double u, double a[4]) {
+    for (int j = 0; j < 4; ++j) a[j] = c[top * ks + j * nl];
+    for (int64_t k = top - 2; k >= low; k -= 2) {
+        const double *ck = c + k * ks;
+        a[0] = a[0] * u + ck[0];
+        a[1] = a[1] * u + ck[nl];
+        a[2] = a[2] * u + ck[2 * nl];
+        a[3] = a[3] * u + ck[3 * nl];
+    }
+}
+
 /* The series of lane l at dt: out[i * stride], i < n. Four components at a time, eight
  * independent chains in flight. */
 static inline void horner_lane(const double *coef, int64_t p, int64_t n, int64_t nl, int64_t l,
@@ -59,28 +74,10 @@ static inline void horner_lane(const double *coef, int64_t p, int64_t n, int64_t
     int64_t i = 0;
     for (; i + 4 <= n; i += 4) {
         const double *c = coef + i * nl + l;
-        double e0 = c[pe * ks], e1 = c[pe * ks + nl], e2 = c[pe * ks + 2 * nl];
-        double e3 = c[pe * ks + 3 * nl];
-        double o0 = c[po * ks], o1 = c[po * ks + nl], o2 = c[po * ks + 2 * nl];
-        double o3 = c[po * ks + 3 * nl];
-        for (int64_t k = pe - 2; k >= 0; k -= 2) {
-            const double *ck = c + k * ks;
-            e0 = e0 * u + ck[0];
-            e1 = e1 * u + ck[nl];
-            e2 = e2 * u + ck[2 * nl];
-            e3 = e3 * u + ck[3 * nl];
-        }
-        for (int64_t k = po - 2; k >= 1; k -= 2) {
-            const double *ck = c + k * ks;
-            o0 = o0 * u + ck[0];
-            o1 = o1 * u + ck[nl];
-            o2 = o2 * u + ck[2 * nl];
-            o3 = o3 * u + ck[3 * nl];
-        }
-        out[i * stride] = e0 + o0 * dt;
-        out[(i + 1) * stride] = e1 + o1 * dt;
-        out[(i + 2) * stride] = e2 + o2 * dt;
-        out[(i + 3) * stride] = e3 + o3 * dt;
+        double e[4], o[4];
+        horner_chain4(c, ks, nl, pe, 0, u, e);
+        horner_chain4(c, ks, nl, po, 1, u, o);
+        for (int j = 0; j < 4; ++j) out[(i + j) * stride] = e[j] + o[j] * dt;
     }
     for (; i < n; ++i) {
         const double *c = coef + i * nl + l;
@@ -125,6 +122,21 @@ NH_INLINE void horner_one(const double *restrict coef, int64_t p, int64_t n, dou
 #undef NH_HORNER_ONE
 }
 
+#if NH_HAVE_VEC
+/* horner_chain4 for a vector of lanes. */
+NH_INLINE void horner_chain4v(const double *c, int64_t ks, int64_t nl, int64_t top, int64_t low,
+                              nh_vec u, nh_vec a[4]) {
+    for (int j = 0; j < 4; ++j) a[j] = nh_ld(c + top * ks + j * nl);
+    for (int64_t k = top - 2; k >= low; k -= 2) {
+        const double *ck = c + k * ks;
+        a[0] = a[0] * u + nh_ld(ck);
+        a[1] = a[1] * u + nh_ld(ck + nl);
+        a[2] = a[2] * u + nh_ld(ck + 2 * nl);
+        a[3] = a[3] * u + nh_ld(ck + 3 * nl);
+    }
+}
+#endif
+
 /* The series of every lane at dt[l]: out[i * nl + l] (per lane the operations of horner_lane,
  * in its order). Four components of one lane vector at a time, their sums in registers
  * through the orders: the coefficients are read once and out written once (no store and
@@ -140,28 +152,10 @@ NH_INLINE void horner_block(const double *restrict coef, int64_t p, int64_t n, i
         int64_t i = 0;
         for (; i + 4 <= n; i += 4) {
             const double *c = coef + i * nl + l0;
-            nh_vec e0 = nh_ld(c + pe * ks), e1 = nh_ld(c + pe * ks + nl);
-            nh_vec e2 = nh_ld(c + pe * ks + 2 * nl), e3 = nh_ld(c + pe * ks + 3 * nl);
-            nh_vec o0 = nh_ld(c + po * ks), o1 = nh_ld(c + po * ks + nl);
-            nh_vec o2 = nh_ld(c + po * ks + 2 * nl), o3 = nh_ld(c + po * ks + 3 * nl);
-            for (int64_t k = pe - 2; k >= 0; k -= 2) {
-                const double *ck = c + k * ks;
-                e0 = e0 * u + nh_ld(ck);
-                e1 = e1 * u + nh_ld(ck + nl);
-                e2 = e2 * u + nh_ld(ck + 2 * nl);
-                e3 = e3 * u + nh_ld(ck + 3 * nl);
-            }
-            for (int64_t k = po - 2; k >= 1; k -= 2) {
-                const double *ck = c + k * ks;
-                o0 = o0 * u + nh_ld(ck);
-                o1 = o1 * u + nh_ld(ck + nl);
-                o2 = o2 * u + nh_ld(ck + 2 * nl);
-                o3 = o3 * u + nh_ld(ck + 3 * nl);
-            }
-            nh_st(out + i * nl + l0, e0 + o0 * d);
-            nh_st(out + (i + 1) * nl + l0, e1 + o1 * d);
-            nh_st(out + (i + 2) * nl + l0, e2 + o2 * d);
-            nh_st(out + (i + 3) * nl + l0, e3 + o3 * d);
+            nh_vec e[4], o[4];
+            horner_chain4v(c, ks, nl, pe, 0, u, e);
+            horner_chain4v(c, ks, nl, po, 1, u, o);
+            for (int j = 0; j < 4; ++j) nh_st(out + (i + j) * nl + l0, e[j] + o[j] * d);
         }
         for (; i < n; ++i) {
             const double *c = coef + i * nl + l0;

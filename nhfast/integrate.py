@@ -527,7 +527,8 @@ def integrate(
         core = (cap, ctx, n, npar, split, METHODS[method], rtol, atol, h0, hm, int(max_steps),
                 tol, int(max_iter), int(threads), int(block), nstiff, bool(dense), tcap,
                 torder, derive, nderived, tauto)  # fmt: skip
-        _prepare(plan, system, options, core, method, dom, bool(wanted), threads, keep_failed)
+        _prepare(plan, system, options, core, method, watched, dom, bool(wanted), threads,
+                 keep_failed)  # fmt: skip
     # positional (nstiff, t_end, dense, events, taylor, order, x_end, derive, nderived,
     # order_auto): keywords cost the call 0.4 us
     _core.integrate_batch(
@@ -627,6 +628,7 @@ def _prepare(
     options: tuple[Any, ...],
     core: tuple[Any, ...],
     method: str,
+    watched: bool,
     dom: DomainWatch | None,
     wanted: bool,
     threads: int,
@@ -635,9 +637,8 @@ def _prepare(
     """Keep the :class:`nhfast._core.PreparedCall` of a checked call in ``plan`` (the next
     call with the same ``options`` and inputs of the common kinds skips the Python front
     end), when its option values are plain and its inputs' rules the plan's: parameters
-    positive or unconstrained symbols, a domain of at most 16 conditions, watched (``dom``:
-    along the steps, by the core's events; else, with ``watch_domain``, on the output rows)
-    or not."""
+    positive or unconstrained symbols, a domain of at most 16 conditions, ``watched`` (along
+    the steps by the core's events ``dom``, else on the output rows) or not."""
     if not all(type(v) in _PLAIN for v in options) or not (plan.positive or plan.free):
         return
     ndom = len(plan.domain_conditions)
@@ -648,7 +649,7 @@ def _prepare(
         kernel, dctx = plan.domain_kernel()
         if dctx is not None:
             return
-    watch_rows = bool(ndom) and dom is None and options[17] is True  # watch_domain
+    watch_rows = watched and dom is None
     events = None if dom is None else (dom.spec[1], dom.spec[2])
     finish = partial(_finish_prepared, weakref.ref(system), method, wanted, threads, keep_failed)
     plan.prepared = _core_module().PreparedCall(
