@@ -652,10 +652,13 @@ def _prepare(
     watch_rows = watched and dom is None
     events = None if dom is None else (dom.spec[1], dom.spec[2])
     finish = partial(_finish_prepared, weakref.ref(system), method, wanted, threads, keep_failed)
-    plan.prepared = _core_module().PreparedCall(
-        options, core, plan.positive, kernel, ndom, method not in ADAPTIVE, watch_rows,
-        events, X_END_ROWS, IntegrationResult, method, finish, wanted,
-    )  # fmt: skip
+    try:
+        plan.prepared = _core_module().PreparedCall(
+            options, core, plan.positive, kernel, ndom, method not in ADAPTIVE, watch_rows,
+            events, X_END_ROWS, IntegrationResult, method, finish, wanted,
+        )  # fmt: skip
+    except (TypeError, ValueError):  # the core's own checks refuse these (its call says why)
+        plan.prepared = None
 
 
 def _finish_prepared(

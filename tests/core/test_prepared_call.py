@@ -210,6 +210,7 @@ def test_failures_raise_or_warn_at_the_callers_line():
 OPTION_CHANGES = [
     ("threads", True),  # a bool is not the int 1: the full checks refuse it
     ("threads", 2),
+    ("threads", 2**40),  # refused by the core's range check (no prepared call is made)
     ("block", 1),
     ("rtol", 1e-6),
     ("atol", np.float64(1e-12)),  # the same value, another type: the full path (same result)
