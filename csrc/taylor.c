@@ -472,11 +472,8 @@ NH_INLINE void jz_steps(const double *restrict nx, const double *restrict n0,
     if (nv == 1) {
         /* one lane: its four logarithms in one vector (nh_vlog works element by element, so
          * each has the bits it has in a vector of lanes; the same operations follow) */
-        const double x = nx[0];
-        const int absolute = rtol * x <= atol;
-        const double s = absolute ? 1.0 : x;
-        const double e = tol_in_radius ? (absolute ? atol : rtol) : 1.0;
-        const nh_vec lg = nh_vlog((nh_vec){e * s, n2[0], has1 ? n1[0] : 1.0, has0 ? n0[0] : 1.0});
+        const double es = jz_scale(nx[0], rtol, atol, tol_in_radius);
+        const nh_vec lg = nh_vlog((nh_vec){es, n2[0], has1 ? n1[0] : 1.0, has0 ? n0[0] : 1.0});
         double a = (lg[0] - lg[1]) * ip;
         if (has1) {
             const double a1 = (lg[0] - lg[2]) * ip1;
