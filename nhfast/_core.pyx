@@ -521,6 +521,21 @@ cdef int _batch_item(void *args, int64_t i) noexcept nogil:
                                  a.dense, a.ev, a.x_end)
 
 
+cdef _run_batch(_batch *a, nh_system *sys, nh_options *opt, threads, object ctx):
+    """Run the batch ``a`` (its arrays and sizes set) of ``sys`` with ``opt``: one block per
+    thread, no more blocks than blocks' worth of trajectories (Python kernels hold the GIL:
+    threads would only contend for it), the blocks sharing one counter of trajectories."""
+    cdef nh_interrupt stop
+    cdef int64_t counter = 0  # the batch's next trajectory, shared by the blocks
+    cdef int64_t nblocks = _team_size(1 if ctx is not None else threads,
+                                      (a.ntraj + a.block - 1) // a.block)
+    opt.stop = &stop
+    a.sys = sys
+    a.opt = opt
+    a.shared = &counter if nblocks > 1 else NULL
+    _run_team(_batch_item, a, nblocks, <int>nblocks, &stop, ctx)
+
+
 cdef int _settings(nh_system *sys, nh_options *opt, _batch *a, n, npar, split, method,
                    max_steps, max_iter, block, nstiff, threads, order, order_auto, dense,
                    taylor, derive, nderived) except -1:
@@ -631,11 +646,8 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     """
     cdef nh_system sys
     cdef nh_options opt
-    cdef nh_interrupt stop
     cdef _batch a
     cdef int64_t ntraj = x0.shape[0], nt = t_eval.shape[0]
-    cdef int64_t nblocks
-    cdef int64_t counter = 0  # the batch's next trajectory, shared by the blocks
     cdef double[::1] tend
     cdef double[:, ::1] xend
     cdef nh_events ev
@@ -694,13 +706,6 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
         return
     _kernels(&sys, &opt, rhs, ctx, taylor, derive)
     _tolerances(&opt, rtol, atol, h, hmax, tol)
-    opt.stop = &stop
-    # one block per thread (no more blocks than blocks' worth of trajectories); Python
-    # kernels hold the GIL: threads would only contend for it
-    nblocks = _team_size(1 if ctx is not None else threads, (ntraj + a.block - 1) // a.block)
-    counter = 0
-    a.sys = &sys
-    a.opt = &opt
     a.t_eval = &t_eval[0]
     a.nt = nt
     a.x0 = &x0[0, 0]
@@ -712,8 +717,7 @@ def integrate_batch(object rhs, object ctx, n, npar, split, method,
     a.stats = &stats[0, 0]
     a.t_end = &tend[0] if t_end is not None else NULL
     a.x_end = &xend[0, 0] if x_end is not None else NULL
-    a.shared = &counter if nblocks > 1 else NULL
-    _run_team(_batch_item, &a, nblocks, <int>nblocks, &stop, ctx)
+    _run_batch(&a, &sys, &opt, threads, ctx)
 
 
 # --------------------------------------------------------------- prepared calls ----
@@ -742,7 +746,7 @@ cdef bint _finite(const double *v, int64_t m, bint positive) noexcept nogil:
     return ok
 
 
-cdef inline bint all_positive(const double *v, int64_t m) noexcept nogil:
+cdef inline bint _all_positive(const double *v, int64_t m) noexcept nogil:
     """Whether v[0:m] are all > 0 (NaN is not)."""
     cdef int64_t j
     for j in range(m):
@@ -867,9 +871,16 @@ cdef class PreparedCall:
             return None
         return self._run(x0, t_eval, params)
 
+    cdef bint _inside(self, const double *t, const double *x, const double *par) noexcept nogil:
+        """Whether every condition of the domain is > 0 at (t, x, par) (one state; False
+        when the kernel fails)."""
+        cdef double out[16]
+        return (self.domain(NULL, t, x, par, out, 1, 1) == NH_OK
+                and _all_positive(out, self.ndomain))
+
     cdef object _run(self, x0, t_eval, params):
         cdef int64_t n = self.sys.n, npar = self.sys.npar
-        cdef int64_t ntraj, nt, prows = 1, r, k
+        cdef int64_t ntraj, nt, prows = 1, pstride, r, k
         cdef cnp.npy_intp dims[3]
         cdef double t2[2]
         cdef const double *tp
@@ -877,11 +888,9 @@ cdef class PreparedCall:
         cdef const double *pp = NULL
         cdef double d, total
         cdef nh_options opt = self.opt  # a copy: its stop hook is this call's
-        cdef nh_interrupt stop
         cdef _batch a
-        cdef int64_t counter = 0, nblocks, failed = 0, outside = 0
+        cdef int64_t failed = 0, outside = 0
         cdef double *yp
-        cdef double small[16]
         cdef int32_t *st
         cdef double *tr
         cdef cnp.ndarray xa, pa, ta, t, y, status, stats, t_reached, x_end = None
@@ -925,11 +934,9 @@ cdef class PreparedCall:
             tp = <const double *>cnp.PyArray_DATA(ta)
             if nt < 1 or not _finite(tp, nt, False):
                 return None
-            for r in range(2, nt):  # one direction throughout
-                if not ((tp[r] - tp[r - 1] > 0) == (tp[1] - tp[0] > 0)):
-                    return None
-            for r in range(1, nt):
-                if not (tp[r] != tp[r - 1]):
+            for r in range(1, nt):  # strictly monotonic: one direction throughout
+                d = tp[r] - tp[r - 1]
+                if not (d != 0.0 and (d > 0) == (tp[1] - tp[0] > 0)):
                     return None
             t = ta
         else:
@@ -953,13 +960,11 @@ cdef class PreparedCall:
             pp = <const double *>cnp.PyArray_DATA(pa)
             if not _finite(pp, prows * npar, self.positive):
                 return None
+        pstride = npar if prows > 1 else 0
         # the domain at t_eval[0]: every condition > 0 at every initial state
         if self.ndomain:
             for r in range(ntraj):
-                if self.domain(NULL, tp, xp + r * n, pp + (r * npar if prows > 1 else 0)
-                               if pp != NULL else NULL, small, 1, 1) != NH_OK:
-                    return None
-                if not all_positive(small, self.ndomain):
+                if not self._inside(tp, xp + r * n, pp + r * pstride if pp != NULL else NULL):
                     return None
         # a fixed-step method: its step count within max_steps
         if self.count_steps:
@@ -990,16 +995,12 @@ cdef class PreparedCall:
         for r in range(ntraj):
             tr[r] = tp[0]
         st = <int32_t *>cnp.PyArray_DATA(status)
-        opt.stop = &stop
         a = self.base
-        nblocks = _team_size(self.threads, (ntraj + a.block - 1) // a.block)
-        a.sys = &self.sys
-        a.opt = &opt
         a.t_eval = tp
         a.nt = nt
         a.x0 = xp
         a.par = pp
-        a.par_stride = 0 if prows == 1 else npar
+        a.par_stride = pstride
         a.ntraj = ntraj
         a.y = <double *>cnp.PyArray_DATA(y)
         a.status = st
@@ -1039,8 +1040,7 @@ cdef class PreparedCall:
             ev.y = <double *>cnp.PyArray_DATA(ev_y)
             ev.count = cnt
             a.ev = &ev
-        a.shared = &counter if nblocks > 1 else NULL
-        _run_team(_batch_item, &a, nblocks, <int>nblocks, &stop, None)
+        _run_batch(&a, &self.sys, &opt, self.threads, None)
         for r in range(ntraj):
             failed += st[r] != 0
         if self.watch_rows:  # the domain at every output row of the finished trajectories
@@ -1049,11 +1049,8 @@ cdef class PreparedCall:
                 if st[r] != 0:
                     continue
                 for k in range(nt):
-                    if self.domain(NULL, tp + k, yp + (r * nt + k) * n,
-                                   pp + (r * npar if prows > 1 else 0) if pp != NULL else NULL,
-                                   small, 1, 1) != NH_OK:
-                        small[0] = NAN
-                    if not all_positive(small, self.ndomain):
+                    if not self._inside(tp + k, yp + (r * nt + k) * n,
+                                        pp + r * pstride if pp != NULL else NULL):
                         outside += 1
                         break
         if self.watch_events:
@@ -1178,7 +1175,7 @@ def all_positive_rows(object kernel, object ctx, nout, const double[::1] t,
                 rc = fn(NULL, &t[r * tstep], &x[r, 0], p, out, 1, 1)
                 if rc != NH_OK:
                     break
-                if not all_positive(out, m):
+                if not _all_positive(out, m):
                     ok = False
                     break
     finally:
