@@ -574,13 +574,32 @@ def integrate(
             dk = plan.domain_kernel()
             note += domain_outputs(system, t, y, par, status, t_reached, threads, dk)
     res = IntegrationResult._from_core(t, y, status, stats, method, t_reached, record)
+    _conclude(system, res, par, threads, wanted, keep_failed, note, dom is None, 4)
+    return res
+
+
+def _conclude(
+    system: VectorField,
+    res: IntegrationResult,
+    par: np.ndarray,
+    threads: int,
+    wanted: bool,
+    keep_failed: Any,
+    note: str,
+    hint: bool,
+    stacklevel: int,
+) -> None:
+    """The end of a call of :func:`integrate`, after the domain's marks: observables on first
+    access (``wanted``), and the report of the trajectories that failed (``note`` added; with
+    ``hint``, a system with a domain not watched along the steps, what a failure like leaving
+    it may mean), its warning at ``stacklevel`` from here."""
     if wanted:
         res.defer_observables(lambda r: _observables(system, r, par, threads))
-    if status[0] if ntraj == 1 else np.count_nonzero(status):  # domain checks may mark lanes
-        if dom is None and getattr(system, "domain", None):
-            note += _domain_hint(status, method)
-        report_failures(res, status != 0, keep_failed, note)
-    return res
+    status = res.status
+    if status[0] if status.size == 1 else np.count_nonzero(status):
+        if hint and getattr(system, "domain", None):
+            note += _domain_hint(status, res.method)
+        report_failures(res, status != 0, keep_failed, note, stacklevel=stacklevel)
 
 
 #: Front ends a call of :func:`integrate` is handed to, registered by the package
@@ -651,7 +670,7 @@ def _prepare(
             return
     watch_rows = watched and dom is None
     events = None if dom is None else (dom.spec[1], dom.spec[2])
-    finish = partial(_finish_prepared, weakref.ref(system), method, wanted, threads, keep_failed)
+    finish = partial(_finish_prepared, weakref.ref(system), wanted, threads, keep_failed)
     try:
         plan.prepared = _core_module().PreparedCall(
             options, core, plan.positive, kernel, ndom, method not in ADAPTIVE, watch_rows,
@@ -663,7 +682,6 @@ def _prepare(
 
 def _finish_prepared(
     system_ref: weakref.ref,
-    method: str,
     wanted: bool,
     threads: int,
     keep_failed: Any,
@@ -695,12 +713,7 @@ def _finish_prepared(
     if x_end is not None and record is None and (failed or outside):
         dk = call_plan(system).domain_kernel()
         note += domain_outputs(system, res.t, res.y, par, status, t_reached, threads, dk)
-    if wanted:
-        res.defer_observables(lambda r: _observables(system, r, par, threads))
-    if np.count_nonzero(status):
-        if record is None and getattr(system, "domain", None):
-            note += _domain_hint(status, method)
-        report_failures(res, status != 0, keep_failed, note, stacklevel=4)
+    _conclude(system, res, par, threads, wanted, keep_failed, note, record is None, 5)
 
 
 #: The default of each option of :func:`integrate`.
