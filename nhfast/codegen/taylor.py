@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import sympy as sp
@@ -475,16 +475,22 @@ def _time_var(b: _Builder, sym: sp.Symbol) -> None:
     )
 
 
-def _state_runs(states: list[tuple[_Val, int]]) -> list[tuple[int, int]]:
-    """``(first row, rows)`` of the runs of consecutive components of one state variable."""
+def _runs(n: int, joins: Callable[[int], bool]) -> list[tuple[int, int]]:
+    """``(first row, rows)`` of the runs of rows ``0 .. n-1``: row ``r`` joins the run of row
+    ``r - 1`` when ``joins(r)``."""
     runs: list[tuple[int, int]] = []
-    for r, (v, c) in enumerate(states):
-        if runs and states[r - 1] == (v, c - 1):
+    for r in range(n):
+        if runs and joins(r):
             r0, m = runs[-1]
             runs[-1] = (r0, m + 1)
         else:
             runs.append((r, 1))
     return runs
+
+
+def _state_runs(states: list[tuple[_Val, int]]) -> list[tuple[int, int]]:
+    """``(first row, rows)`` of the runs of consecutive components of one state variable."""
+    return _runs(len(states), lambda r: states[r - 1] == (states[r][0], states[r][1] - 1))
 
 
 def _finish(b: _Builder, states: list[tuple[_Val, int]], rhs: Sequence[_Val]) -> None:
@@ -505,21 +511,21 @@ def _finish(b: _Builder, states: list[tuple[_Val, int]], rhs: Sequence[_Val]) ->
             f"[{c0 - r0} + r]; for (int l = 0; l < NHT_LANES; ++l) d_[l] = x[r * ld + l0 + "
             f"{_LANE}]; }}"
         )
-    r = 0
-    while r < len(states):
-        v, c = states[r]
-        f = rhs[r]
-        m = 1
-        while (
-            f.comp is not None
-            and not f.const
-            and r + m < len(states)
-            and states[r + m] == (v, c + m)
-            and rhs[r + m].name == f.name
-            and rhs[r + m].comp == f.comp + m
-            and not rhs[r + m].const
-        ):
-            m += 1
+
+    def integrated_with(r: int) -> bool:
+        """Whether row r's state and right-hand side continue those of row r - 1."""
+        f0, f1 = rhs[r - 1], rhs[r]
+        return (
+            states[r - 1] == (states[r][0], states[r][1] - 1)
+            and f0.comp is not None
+            and not f0.const
+            and not f1.const
+            and f1.name == f0.name
+            and f1.comp == f0.comp + 1
+        )
+
+    for r, m in _runs(len(states), integrated_with):
+        (v, c), f = states[r], rhs[r]
         if m > 1:
             t.ops.append(
                 f"NHT(nht_integv)(k, {m}, {v.name} + {c}, NHT_TOT, {f.name} + {f.comp}, NHT_TOT);"
@@ -528,7 +534,6 @@ def _finish(b: _Builder, states: list[tuple[_Val, int]], rhs: Sequence[_Val]) ->
             t.ops.append(
                 f"NHT(nht_integ)(k, {v.name}, NHT_TOT, {c}, {f.arg(t.n, False)}, {int(f.const)});"
             )
-        r += m
 
 
 def _component(v: _Val, c: int) -> _Val:
