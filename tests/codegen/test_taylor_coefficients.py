@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -590,6 +591,45 @@ def _program_dense() -> IndexedProgram:
 _DENSE = _program_dense()
 
 
+def _program_products() -> IndexedProgram:
+    """Products of vector values that share operands, n = 5 (a block of 4 components and one
+    more): the squares of g and m with g m (one ``nht_prods``); g times two scalars of the
+    current order (a second group) and the product of m with a third (alone: no shared
+    operand); u g, whose u is written after the first group (it cannot join it); terms of sums
+    and linear combinations kept for the current order only, in shared slots."""
+    prog = IndexedProgram(5)
+    g = prog.state_vector("g")
+    m = prog.state_vector("m")
+    al = prog.param_vector("al", positive=True)
+    c = prog.reduce("c", al * g**2)
+    r2 = prog.reduce("r2", g**2)
+    gw = prog.reduce("gw", g * m / al)
+    mw = prog.reduce("mw", m**2 / al)
+    kv = prog.scalar("kv", gw / (r2 * c))
+    km = prog.scalar("km", (mw - gw * kv) / r2)
+    u = prog.vector("u", 1 + g * m / 4)
+    prog.output("rhs", [m / al / c - kv * g + u * g / 8, -km * g - u * m / 4])
+    return prog
+
+
+_PRODUCTS = _program_products()
+
+
+@needs_generator
+def test_shared_products_are_grouped_and_match_the_oracle():
+    """Grouped products (``nht_prods``: each operand's coefficients loaded once for all) and
+    values of one row in shared slots give the oracle's coefficients, to order 12 (several
+    rounds of each group's pair loop); the layout keeps fewer values per order than it has."""
+    src = cg.generate_taylor_c(_PRODUCTS)
+    groups = [ln for ln in src.splitlines() if "NHT(nht_prods)(k, 5, " in ln]
+    assert len(groups) == 2 * 2, groups  # two groups, in the vector and the one-lane pass
+    assert "NHT(nht_prods)(k, 5, 3, " in groups[0]
+    kept = int(re.search(r"\((\d+) values per order, (\d+) of the current", src).group(1))
+    assert kept < sum(1 for ln in src.splitlines() if "NHT(" in ln)
+    sys = _program_system(_PRODUCTS)
+    check_system(_PRODUCTS, sys, _program_lanes(_PRODUCTS, np.random.default_rng(23), k=11), 12)
+
+
 def _program_system(prog: IndexedProgram) -> System:
     return System(prog.state_symbols, prog.to_sympy("rhs"), prog.param_symbols, prog.time)
 
@@ -655,14 +695,14 @@ _KS_SQRT = _ks(UNROLLED["sqrt_exp_log"][0])
 
 
 @needs_generator
-@pytest.mark.parametrize("which", ["sqrt_exp_log", "solve", "dense"])
+@pytest.mark.parametrize("which", ["sqrt_exp_log", "solve", "dense", "products"])
 def test_lanes_bit_identical_in_any_chunk(which):
     """13 lanes (the kernels work in chunks of up to 8 lanes: 8 + 4 + 1) at a stride of 16:
     every lane equals the same lane computed alone, bit for bit."""
     if which == "solve":
         code, sys = _solve_case(True)
-    elif which == "dense":
-        code = _DENSE
+    elif which in ("dense", "products"):
+        code = _DENSE if which == "dense" else _PRODUCTS
         sys = System(code.state_symbols, [], code.param_symbols, code.time)
     else:
         sys = UNROLLED[which][0]

@@ -261,6 +261,96 @@ NHT_SMALL void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
 #undef NHT_SQR_BLK
 }
 
+/* Up to three products of vector values that share operands, in one pass over the pairs
+ * (j, k - j), j < k - j, of order k. Product p (p < np) is x_a * x_b with a = pa_p and b = pb_p
+ * indices of the operands x_0.. x_{nop-1} (nop <= 4): a square when a == b (the sum of
+ * nht_sqr_blk), else
+ *   o^[k] = sum_j (x_a^[j] x_b^[k-j] + x_b^[j] x_a^[k-j]) (+ x_a^[k/2] x_b^[k/2]).
+ * Each operand's coefficients j and k - j are loaded once for all the products, where the
+ * products one by one load two values per term: a convolution is bound by its loads. The
+ * generator (taylor.py, _fused) groups products with a common operand. np, nop and the
+ * indices are constants of the call, so that every choice below is made at compile time
+ * (arrays of indices were not folded: the group ran 1.4x slower than the products alone). */
+/* x and y in registers (vector passes, x86): an empty asm that takes and gives them there.
+ * Left alone, GCC folds each use into its multiplication as a memory operand and loads the
+ * value again for every product (Veselova n = 16: no fewer loads than the products alone).
+ * The one-lane pass vectorises its blocks of components instead: there it would stop that. */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define NHT_KEEP(x, y, used)                                                                    \
+    do {                                                                                        \
+        if (NHT_LANES > 1 && (used)) __asm__("" : "+v"(x), "+v"(y));                            \
+    } while (0)
+#else
+#define NHT_KEEP(x, y, used) ((void)0)
+#endif
+#define NHT_PICK(v, q) ((q) == 0 ? v##0 : (q) == 1 ? v##1 : (q) == 2 ? v##2 : v##3)
+#define NHT_TERM(a, b)                                                                          \
+    ((a) == (b) ? NHT_PICK(x, a) * NHT_PICK(y, a)                                               \
+                : NHT_PICK(x, a) * NHT_PICK(y, b) + NHT_PICK(x, b) * NHT_PICK(y, a))
+#define NHT_MID(a, b) (NHT_PICK(m, a) * NHT_PICK(m, b))
+NHT_SMALL void NHT(nht_prods_blk)(int64_t k, int64_t i0, int W, int np, NHT_T *o0,
+                                  int64_t oj0, NHT_T *o1, int64_t oj1, NHT_T *o2, int64_t oj2,
+                                  int nop, NHT(nht_in) a0, NHT(nht_in) a1, NHT(nht_in) a2,
+                                  NHT(nht_in) a3, int pa0, int pb0, int pa1, int pb1, int pa2,
+                                  int pb2) {
+    NHT_T s0[NHT_BLK_MAX], s1[NHT_BLK_MAX], s2[NHT_BLK_MAX];
+    for (int c = 0; c < W; ++c) s0[c] = s1[c] = s2[c] = NHT_ZERO;
+    NHT_UNROLL for (int64_t j = 0; 2 * j < k; ++j)
+        for (int c = 0; c < W; ++c) {
+            NHT_T x0 = NHT_A1(a0, j, i0 + c), y0 = NHT_A1(a0, k - j, i0 + c);
+            NHT_T x1 = nop > 1 ? NHT_A1(a1, j, i0 + c) : NHT_ZERO;
+            NHT_T y1 = nop > 1 ? NHT_A1(a1, k - j, i0 + c) : NHT_ZERO;
+            NHT_T x2 = nop > 2 ? NHT_A1(a2, j, i0 + c) : NHT_ZERO;
+            NHT_T y2 = nop > 2 ? NHT_A1(a2, k - j, i0 + c) : NHT_ZERO;
+            NHT_T x3 = nop > 3 ? NHT_A1(a3, j, i0 + c) : NHT_ZERO;
+            NHT_T y3 = nop > 3 ? NHT_A1(a3, k - j, i0 + c) : NHT_ZERO;
+            NHT_KEEP(x0, y0, 1);
+            NHT_KEEP(x1, y1, nop > 1);
+            NHT_KEEP(x2, y2, nop > 2);
+            NHT_KEEP(x3, y3, nop > 3);
+            s0[c] += NHT_TERM(pa0, pb0);
+            if (np > 1) s1[c] += NHT_TERM(pa1, pb1);
+            if (np > 2) s2[c] += NHT_TERM(pa2, pb2);
+        }
+    const int even = k % 2 == 0;
+    for (int c = 0; c < W; ++c) {
+        const NHT_T m0 = NHT_A1(a0, k / 2, i0 + c);
+        const NHT_T m1 = nop > 1 ? NHT_A1(a1, k / 2, i0 + c) : NHT_ZERO;
+        const NHT_T m2 = nop > 2 ? NHT_A1(a2, k / 2, i0 + c) : NHT_ZERO;
+        const NHT_T m3 = nop > 3 ? NHT_A1(a3, k / 2, i0 + c) : NHT_ZERO;
+        NHT_T r = pa0 == pb0 ? 2.0 * s0[c] : s0[c];
+        if (even) r += NHT_MID(pa0, pb0);
+        o0[k * oj0 + i0 + c] = r;
+        if (np > 1) {
+            r = pa1 == pb1 ? 2.0 * s1[c] : s1[c];
+            if (even) r += NHT_MID(pa1, pb1);
+            o1[k * oj1 + i0 + c] = r;
+        }
+        if (np > 2) {
+            r = pa2 == pb2 ? 2.0 * s2[c] : s2[c];
+            if (even) r += NHT_MID(pa2, pb2);
+            o2[k * oj2 + i0 + c] = r;
+        }
+    }
+}
+#undef NHT_KEEP
+#undef NHT_PICK
+#undef NHT_TERM
+#undef NHT_MID
+
+/* The products of nht_prods_blk over components [0, nc) (unused outputs and operands repeat
+ * the first). */
+NHT_SMALL void NHT(nht_prods)(int64_t k, int64_t nc, int np, NHT_T *o0, int64_t oj0, NHT_T *o1,
+                              int64_t oj1, NHT_T *o2, int64_t oj2, int nop, NHT(nht_in) a0,
+                              NHT(nht_in) a1, NHT(nht_in) a2, NHT(nht_in) a3, int pa0, int pb0,
+                              int pa1, int pb1, int pa2, int pb2) {
+#define NHT_PRODS_BLK(w)                                                                        \
+    NHT(nht_prods_blk)(k, i, w, np, o0, oj0, o1, oj1, o2, oj2, nop, a0, a1, a2, a3, pa0, pb0,   \
+                       pa1, pb1, pa2, pb2)
+    NHT_BLOCKS(NHT_PRODS_BLK);
+#undef NHT_PRODS_BLK
+}
+
 /* components [i0, i0 + W) of o = a / b */
 NHT_SMALL void NHT(nht_div_blk)(int64_t k, int64_t i0, int W, NHT_T *o, int64_t ojs,
                                 NHT(nht_in) a, int a_const, NHT(nht_in) b) {
