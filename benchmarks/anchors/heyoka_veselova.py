@@ -92,27 +92,11 @@ def run_batch(
     anchor: Anchor, x0: np.ndarray, a: np.ndarray, t_end: float
 ) -> tuple[np.ndarray, int]:
     """Integrate rows ``x0[lanes, 2n]`` in batches of ``batch_size`` (the last batch padded
-    with copies of its first row); returns (final states, Taylor steps summed over lanes)."""
-    ta, bs = anchor.ta, anchor.batch_size
-    lanes = x0.shape[0]
-    y = np.empty_like(x0)
-    steps = 0
-    ta.pars[:] = a[:, None]
-    for b0 in range(0, lanes, bs):
-        rows = x0[b0 : b0 + bs]
-        k = rows.shape[0]
-        block = np.empty((x0.shape[1], bs))
-        block[:, :k] = rows.T
-        block[:, k:] = rows[:1].T
-        ta.set_time(0.0)
-        ta.state[:] = block
-        ta.propagate_until(t_end)
-        for lane, res in enumerate(ta.propagate_res[:k]):
-            if res[0] != hy.taylor_outcome.time_limit:
-                raise RuntimeError(f"heyoka batch: trajectory {b0 + lane} ended with {res[0]}")
-            steps += int(res[3])
-        y[b0 : b0 + k] = ta.state[:, :k].T
-    return y, steps
+    with copies of its first row); returns (final states, Taylor steps summed over lanes).
+    The loop of :func:`anchors.heyoka_hh_fpu.run_batch`."""
+    from anchors.heyoka_hh_fpu import run_batch as lean
+
+    return lean(anchor, x0, a, t_end)
 
 
 def rhs_rows(n: int, x: np.ndarray, a: np.ndarray) -> np.ndarray:
