@@ -144,16 +144,15 @@ def test_integrate_compiles_the_order_it_runs_at():
 
 
 def test_cost_order_against_its_model():
-    """The order of least work per unit time, by brute force over the model's formula: the
-    tolerance's p0 for a large kernel, higher for a small one, never above 2 p0, p0 when the
-    cost is not known."""
+    """The order of least work per unit time, by brute force over the model's formula: a
+    small kernel's above a large one's, never below p0 nor above 2 p0, p0 when the cost is
+    not known."""
     import math
 
     def model(conv, lin, n, p0, p):
         a = taylor_gen.STEP_TERMS + taylor_gen.STEP_TERMS_PER_STATE * n
         w = a + (lin + taylor_gen.HORNER_WEIGHT * n) * p + conv * p * (p + 1) / 2
-        pe = p0 + 1 if p > p0 else p0
-        return w * math.exp(2 * pe / p + 0.7 / (p - 1))
+        return w * math.exp(2 * p0 / p + 0.7 / (p - 1))
 
     for conv, lin, n in [(3, 6, 4), (0, 2, 2), (31, 53, 8), (391, 833, 128), (66, 193, 64)]:
         src = f"/* {taylor_gen._COST_TAG} conv={conv} lin={lin} */"
@@ -164,6 +163,6 @@ def test_cost_order_against_its_model():
             assert model(conv, lin, n, p0, p) == best
     small = f"/* {taylor_gen._COST_TAG} conv=3 lin=6 */"
     large = f"/* {taylor_gen._COST_TAG} conv=391 lin=833 */"
-    assert cost_order(small, 4, 12) > 12 and cost_order(large, 128, 12) == 12
+    assert cost_order(small, 4, 12) > cost_order(large, 128, 12) >= 12
     assert cost_order(f"/* {taylor_gen._COST_TAG} conv=3 lin=inf */", 4, 12) == 12
     assert cost_order(None, 4, 12) == cost_order("no record", 4, 12) == 12
