@@ -812,12 +812,12 @@ _COST = re.compile(re.escape(_COST_TAG) + r" conv=(\d+) lin=(\d+|inf)")
 #: (1000 trajectories, time against the loops): Henon-Heiles at order 16 (550 terms) 0.85x,
 #: Veselova n = 4 at order 8 (1580) 0.85x, at order 12 (3100) 1.1x (2.2x with the grouped
 #: products of _fused), n = 8 at order 8 (2900) 1.2x. Larger unrolled code runs out of the
-#: instruction cache, and compiles in seconds. One lane (a kernel call alone, with the
-#: layout of _layout): Henon-Heiles at orders 22-32 (890-1780 terms) 0.69-0.73x, Veselova
-#: n = 4 at order 8 (1540) 0.82x, at order 12 (3050) 1.0x, the FPU chain of 8 at order 16
-#: (3200) 0.96x; before that layout, 1000 was the bound (Veselova n = 4 at order 8 1.15x).
+#: instruction cache, and compiles in seconds. One lane: a kernel call alone ran 0.69-0.73x
+#: the loops' time for Henon-Heiles at orders 22-32 (890-1780 terms), but in an integration
+#: one trajectory at tol 1e-15 gained nothing at orders 24-28 and took 2x the time at order
+#: 27 (60 against 29 us): the one-lane bound stays at 1000.
 UNROLL_TERMS = 2000
-UNROLL_TERMS_ONE_LANE = 2000
+UNROLL_TERMS_ONE_LANE = 1000
 
 
 def _tape_cost(tape: _Tape) -> tuple[int, float]:
