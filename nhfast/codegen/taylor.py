@@ -871,21 +871,25 @@ def cost_order(source: str | None, n_state: int, p0: int) -> int:
     Jorba & Zou (2005) take p0 = ceil(1 - ln(eps) / 2) and steps of ``exp(-2)`` times the
     radius of convergence: the best order when a step costs about ``p^2`` convolution terms.
     Where the convolutions are few (a small right-hand side) the step's other work counts,
-    and a higher order with longer steps does less. At the tolerance's accuracy, an order
-    ``p`` takes about ``exp(2 p0 / p + 0.7 / (p - 1))`` steps per unit of time (a radius shrunk
-    by ``exp(-2 p0 / p)``) of ``W(p) = A + (lin + HORNER_WEIGHT n) p + conv p (p + 1) / 2``
-    terms (``A``: the step's own work, :data:`STEP_TERMS`). Returns the order from ``p0`` to
-    ``min(2 p0, TAYLOR_MAX_ORDER)`` that minimises their product (the bound keeps steps short
-    enough that the series' terms do not grow far beyond the state: a harmonic oscillator at
-    3 p0 lost digits to round-off), and ``p0`` when the source does not record its size
-    (kernels with linear solves).
+    and a higher order with longer steps does less. At an order ``p > p0`` the core shrinks
+    the radius by ``exp(-2 (p0 + 1) / p)`` (the truncation error of the rule at ``p0 + 1``;
+    see ``_core.integrate_batch``'s ``order_auto``), so a unit of time takes about
+    ``exp(2 (p0 + 1) / p + 0.7 / (p - 1))`` steps of ``W(p) = A + (lin + HORNER_WEIGHT n) p +
+    conv p (p + 1) / 2`` terms (``A``: the step's own work, :data:`STEP_TERMS`), and the run
+    ends with the error of the rule at ``p0 + 1``: of a tolerance ``e^2`` tighter.
 
-    Above ``p0`` the core keeps an order to spare (it shrinks the radius by ``exp(-2 (p0 + 1)
-    / p)``, the truncation error of the rule at ``p0 + 1``; see ``_core.integrate_batch``'s
-    ``order_auto``), so such a run takes a little more time than the model says and ends
-    with the error of a tolerance about ``e^2`` tighter. Counted with the spare, the model
-    kept p0 for every Veselova body; without it (a few orders above p0), the sweep's final
-    errors fell 5-15x at 0-8 % more time (Veselova n = 4, 8, 16, 1000 trajectories).
+    Returns the order above ``p0``, up to ``min(2 p0, TAYLOR_MAX_ORDER)``, that minimises
+    their product: ``p0 + 1`` is among them, the rule of Jorba & Zou at that tighter
+    tolerance, so the one chosen reaches that accuracy in at most the rule's time (the bound
+    ``2 p0`` keeps steps short enough that the series' terms do not grow far beyond the
+    state: a harmonic oscillator at 3 p0 lost digits to round-off). Where the rule at ``p0 +
+    1`` would ask for less than double round-off (``exp(-2 (p0 + 1)) < 2^-52``) the extra
+    accuracy is out of reach, and ``p0`` competes with the orders above it on time alone.
+    ``p0`` when the source does not record its size (kernels with linear solves).
+
+    Measured (1000 trajectories, one thread): comparing ``p0`` with the orders above it on
+    time alone kept ``p0`` for every Veselova body; above it, the sweep's final errors fell
+    5-15x at 0-8 % more time (Veselova n = 4, 8, 16).
 
     Parameters
     ----------
@@ -908,9 +912,14 @@ def cost_order(source: str | None, n_state: int, p0: int) -> int:
     b = lin + HORNER_WEIGHT * n_state
 
     def work(p: int) -> float:
-        return (a + b * p + conv * p * (p + 1) / 2) * math.exp(2 * p0 / p + 0.7 / (p - 1))
+        pe = p0 + 1 if p > p0 else p0
+        return (a + b * p + conv * p * (p + 1) / 2) * math.exp(2 * pe / p + 0.7 / (p - 1))
 
-    return min(range(p0, min(2 * p0, TAYLOR_MAX_ORDER) + 1), key=work)
+    top = min(2 * p0, TAYLOR_MAX_ORDER)
+    if top == p0:
+        return p0
+    reachable = math.exp(-2 * (p0 + 1)) >= 2.0**-52
+    return min(range(p0 + 1 if reachable else p0, top + 1), key=work)
 
 
 def unroll_pays(source: str, order: int) -> bool:
@@ -1053,7 +1062,9 @@ class _Layout:
     slots: int
 
 
-def _layout(tape: _Tape, states: list[tuple[_Val, int]], n_state: int, n_par: int) -> _Layout:
+def _layout(
+    tape: _Tape, states: list[tuple[_Val, int]], n_state: int, n_par: int, one_row: bool = True
+) -> _Layout:
     """The pass's lines (:func:`_pass`) with the products grouped (:func:`_fused`) and the
     values of the current order only (:func:`_current_only`) in a few shared slots.
 
@@ -1061,8 +1072,10 @@ def _layout(tape: _Tape, states: list[tuple[_Val, int]], n_state: int, n_par: in
     of 8 lanes, of which 44 are needed at earlier orders; the other 193 now share 65 slots
     (a value's slot is free again after its last line). A kernel call of 16 lanes at order
     14, with the groups: 407 -> 348 ns per lane (n = 16), 3780 -> 2390 ns (n = 64); alone,
-    the layout gains 8 % at n = 16. In the one-lane pass, where the work fits the first-level
-    cache, it costs 7 % at n = 4 and gains 12 % at n = 8.
+    the layout gains 8 % at n = 16. The one-lane pass, whose work fits the first-level
+    cache, keeps every value at every order (``one_row`` false): there one row cost 7 % at
+    n = 4 and 10-25 % in the unrolled pass of Henon-Heiles at order 21 (gained 12 % at
+    n = 8); the operations, and so a lane's bits, are the same in either layout.
     """
     start = [
         "/* the parameters, then the constants: once per pass */",
@@ -1089,7 +1102,7 @@ def _layout(tape: _Tape, states: list[tuple[_Val, int]], n_state: int, n_par: in
             "if (nl == NHT_LANES) memcpy(d_, s_, sizeof(NHT_T)); "
             "else for (int64_t l = 0; l < nl; ++l) d_[l] = s_[l]; }"
         )
-    one_row = _current_only(tape, states)
+    one_row = _current_only(tape, states) if one_row else set()
     for line in (*start, *ops, *out):  # every mention of such a value carries its stride
         one_row -= set(_WORK_NAME.findall(_WITH_STRIDE.sub("", line)))
     ops = [_WITH_STRIDE.sub(lambda m: _no_stride(m, one_row), line) for line in ops]
@@ -1169,9 +1182,13 @@ def _pass(lay: _Layout, tape: _Tape, n_par: int, fixed: int | None = None) -> li
     return lines
 
 
-def _instances(body: list[str], scalar: str, vector: str, one_lane: bool = True) -> list[str]:
+def _instances(
+    body: list[str], scalar: str, vector: str, one_lane: bool = True, body_one=None
+) -> list[str]:
     """``body`` instantiated, with vector extensions, for NHT_VW lanes (``f##vector``) and for
-    one lane (names ``f##scalar``; unless not ``one_lane``). The vector pass comes first:
+    one lane (names ``f##scalar``, from ``body_one`` if given; unless not ``one_lane``): the
+    same operations, their work values placed apart (see :func:`_layout`). The vector pass
+    comes first:
     placed after the larger one-lane pass of 15f7518 (register blocks), the FPU chain's vector pass,
     the same instructions, ran 40 % slower (95 -> 138 ms for 1000 trajectories)."""
     one = [
@@ -1179,7 +1196,7 @@ def _instances(body: list[str], scalar: str, vector: str, one_lane: bool = True)
         f"#define NHT(f) f##{scalar}",
         "#define NHT_LANES 1",
         "#define NHT_ZERO 0.0",
-        *body,
+        *(body if body_one is None else body_one),
         "#undef NHT_T",
         "#undef NHT",
         "#undef NHT_LANES",
@@ -1207,15 +1224,17 @@ def _render(tape: _Tape, states: list[tuple[_Val, int]], n_state: int, n_par: in
     solve_v = sum(v for _, v, _ in tape.solve_ws)
     solve_p = sum(p for _, _, p in tape.solve_ws)
     conv, lin = _tape_cost(tape)
-    lay = _layout(tape, states, n_state, n_par)
-    passes = _instances(_pass(lay, tape, n_par), "_1", "_v")
+    lay = _layout(tape, states, n_state, n_par)  # vector passes
+    lay1 = _layout(tape, states, n_state, n_par, one_row=False)  # one lane
+    passes = _instances(_pass(lay, tape, n_par), "_1", "_v", body_one=_pass(lay1, tape, n_par))
     args_v = "t, x, par, coef, order, ld, l0, nl, (nht_vw *)W, piv"
     args_1 = "t, x, par, coef, order, ld, l0, 1, W, piv"
     pick_v = pick_1 = ""  # the unrolled passes at their order, if any
     if fixed is not None:
         one_lane = _terms(conv, lin, fixed) <= UNROLL_TERMS_ONE_LANE
-        body = _pass(lay, tape, n_par, fixed)
-        passes += _instances(body, "_1u", "_vu", one_lane)
+        passes += _instances(
+            _pass(lay, tape, n_par, fixed), "_1u", "_vu", one_lane, _pass(lay1, tape, n_par, fixed)
+        )
         pick_v = f"order == {fixed} ? nht_pass_vu({args_v}) : "
         if one_lane:
             pick_1 = f"order == {fixed} ? nht_pass_1u({args_1}) : "
@@ -1240,11 +1259,13 @@ def _render(tape: _Tape, states: list[tuple[_Val, int]], n_state: int, n_par: in
         "    if (nlanes < 0 || ld < nlanes) return NH_ERR_SIZE;",
         "    if (order < 1 || order > NH_TAYLOR_MAX_ORDER) return NH_ERR_ARG;",
         "    if (nlanes == 0) return NH_OK;",
-        f"    const size_t nv = (size_t){lay.rows} * (size_t)(order + 1) + "
-        f"{lay.slots + n_par + nconst + solve_v};",
+        f"    const size_t rest_v = {lay.slots + n_par + nconst + solve_v};",
+        f"    const size_t nv = (size_t){lay.rows} * (size_t)(order + 1) + rest_v;",
+        f"    const size_t nv1 = (size_t){lay1.rows} * (size_t)(order + 1) + rest_v - {lay.slots};",
         "    /* the work of a small system on the stack (no allocation per step), else the heap:",
-        "     * nv values of NHT_VW lanes for the vector pass, of one lane alone */",
-        "    const size_t nw = (nlanes >= 2 ? (size_t)NHT_VW : 1) * nv;",
+        "     * nv values of NHT_VW lanes for the vector pass, nv1 of one lane alone */",
+        "    const size_t nvv = (size_t)NHT_VW * nv;",
+        "    const size_t nw = nlanes >= 2 && nvv > nv1 ? nvv : nv1;",
         f"    double stack_w[{_STACK_DOUBLES} + 8];",
         f"    const int on_stack = nw <= {_STACK_DOUBLES};",
         "    void *mem = on_stack ? NULL : malloc(sizeof(double) * (nw + 8));",

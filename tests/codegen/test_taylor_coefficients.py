@@ -501,8 +501,10 @@ def test_cubes_are_fused_and_match_the_oracle_to_order_24():
     the product), right at orders where its pair loop runs several rounds."""
     sys, opts = UNROLLED["cubes"]
     src = cg.generate_taylor_c(_ks(sys))
-    cubes = {line.strip() for line in src.splitlines() if "NHT(nht_cube)" in line}
-    assert len(cubes) == 4  # (x-y)^3, z^3, (y+z)^3, x^3: once each (in every pass)
+    passes = [body.split("\n}\n")[0] for body in src.split("int NHT(nht_pass)(")[1:]]
+    assert len(passes) == 2  # a vector of lanes, one lane
+    for body in passes:  # (x-y)^3, z^3, (y+z)^3, x^3: once each
+        assert sum("NHT(nht_cube)" in line for line in body.splitlines()) == 4
     lanes = _lanes(np.random.default_rng(5), 3, 1, **opts)
     check_system(_ks(sys), sys, lanes, order=24)
 
