@@ -1024,7 +1024,8 @@ def _current_only(tape: _Tape, states: list[tuple[_Val, int]]) -> set[str]:
         if op in _READS_ORDER_K:
             continue
         out = _OUTPUT.match(line) if op in _WRITES_ORDER_K else None
-        keep.update(n for i, n in enumerate(names) if not (out and i == 0 and n == out.group(1)))
+        written_alone = out.group(1) if out and names[0] == out.group(1) else None
+        keep.update(names[1:] if written_alone else names)
     for line in tape.load:
         keep.update(_WORK_NAME.findall(line))
     return seen - keep
@@ -1183,14 +1184,18 @@ def _pass(lay: _Layout, tape: _Tape, n_par: int, fixed: int | None = None) -> li
 
 
 def _instances(
-    body: list[str], scalar: str, vector: str, one_lane: bool = True, body_one=None
+    body: list[str],
+    scalar: str,
+    vector: str,
+    one_lane: bool = True,
+    body_one: list[str] | None = None,
 ) -> list[str]:
     """``body`` instantiated, with vector extensions, for NHT_VW lanes (``f##vector``) and for
-    one lane (names ``f##scalar``, from ``body_one`` if given; unless not ``one_lane``): the
-    same operations, their work values placed apart (see :func:`_layout`). The vector pass
-    comes first:
-    placed after the larger one-lane pass of 15f7518 (register blocks), the FPU chain's vector pass,
-    the same instructions, ran 40 % slower (95 -> 138 ms for 1000 trajectories)."""
+    one lane (names ``f##scalar``, from ``body_one`` if given: the same operations with their
+    work values placed otherwise, see :func:`_layout`; unless not ``one_lane``). The vector
+    pass comes first: placed after the larger one-lane pass of 15f7518 (register blocks),
+    the FPU chain's vector pass, the same instructions, ran 40 % slower (95 -> 138 ms for 1000
+    trajectories)."""
     one = [
         "#define NHT_T double",
         f"#define NHT(f) f##{scalar}",
