@@ -1,22 +1,23 @@
 """Work-precision: final-state error against time for nhfast and heyoka at equal error (issue 12).
 
-Implementations (``impl``): nhfast DOP853 and Taylor (``nh.integrate(method=...)``, one and
-two threads), heyoka's Taylor method in scalar mode (a loop over trajectories), batch mode
-(one SIMD vector per call; also on two threads, a copy of the integrator per thread) and
-ensemble mode (``ensemble_propagate_until_batch`` on two threads), and SciPy's ``solve_ivp``
-DOP853 with a lean NumPy right-hand side (timed on a few trajectories, reported per
-trajectory). Problems: the embedded Veselova system (``n`` = 4 to
-64, :mod:`anchors.problem`; heyoka on the same ``O(n)`` equations), Hénon–Heiles and an FPU-beta
-chain of 32 masses (:mod:`anchors.nhfast_hh_fpu`), each at N = 1, 1000 and 10^4
-trajectories. Every implementation sweeps its tolerance (``rtol = atol = tol``; heyoka
-``tol``); each run records seconds, final-state error and steps. The error is the max abs
-difference, over the first :data:`ERR_LANES` trajectories, from a long-double heyoka Taylor run
-at tol 1e-19 (itself checked against nhfast DOP853 at rtol 1e-14). Times at equal error are
-read off the log-log work-precision frontiers (``dashboard.wp_ratios``). t_final: Veselova
-10, Hénon–Heiles 50, FPU 10; at N = 10^4 a shorter one for Veselova n = 32 (2), n = 64 (1) and
-FPU (2) keeps the sweep within 15 minutes (:data:`T_FINAL_BIG`; the same t for every
-implementation of a case). heyoka runs in compact mode from 64 states on (its JIT of the
-unrolled code takes minutes there).
+Implementations (``impl``): nhfast DOP853 and Taylor (``nh.integrate(method=...)``, one and two
+threads), heyoka's Taylor method in scalar mode (a loop over trajectories), batch mode (one SIMD
+vector per call, in a loop written as a speed-minded user would: the batches laid out in one
+transpose, :func:`anchors.heyoka_hh_fpu.run_batch`; on one thread timed in a worker thread,
+where heyoka's batch integrator ran 25-35 % faster than in the main thread; also on two threads,
+a copy of the integrator per thread) and ensemble mode (``ensemble_propagate_until_batch`` on
+two threads), and SciPy's ``solve_ivp`` DOP853 with a lean NumPy right-hand side (timed on a few
+trajectories, reported per trajectory). Problems: the embedded Veselova system (``n`` = 4 to 64,
+:mod:`anchors.problem`; heyoka on the same ``O(n)`` equations), Hénon–Heiles and an FPU-beta
+chain of 32 masses (:mod:`anchors.nhfast_hh_fpu`), each at N = 1, 1000 and 10^4 trajectories.
+Every implementation sweeps its tolerance (``rtol = atol = tol``; heyoka ``tol``); each run
+records seconds, final-state error and steps. The error is the max abs difference, over the
+first :data:`ERR_LANES` trajectories, from a long-double heyoka Taylor run at tol 1e-19 (itself
+checked against nhfast DOP853 at rtol 1e-14). Times at equal error are read off the log-log
+work-precision frontiers (``dashboard.wp_ratios``). t_final: Veselova 10, Hénon–Heiles 50, FPU
+10; at N = 10^4 a shorter one for Veselova n = 32 (2), n = 64 (1) and FPU (2) keeps the sweep
+within 15 minutes (:data:`T_FINAL_BIG`; the same t for every implementation of a case). heyoka
+runs in compact mode from 64 states on (its JIT of the unrolled code takes minutes there).
 
 * ``pytest benchmarks --benchmark-disable`` (CI) runs a smoke version in a few seconds: small
   problems, two tolerances, 1 and 16 trajectories; it asserts finite errors that fall with the
