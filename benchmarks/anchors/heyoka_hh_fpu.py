@@ -132,10 +132,12 @@ def run_batch(anchor: Anchor, x0: np.ndarray, par, t_end: float) -> tuple[np.nda
         ta.set_time(0.0)
         state[:] = xs[b]
         ta.propagate_until(t_end)
-        for lane, res in enumerate(ta.propagate_res):
-            if res[0] != limit and b * bs + lane < lanes:
-                raise RuntimeError(f"heyoka batch: trajectory {b * bs + lane} ended with {res[0]}")
-            steps += int(res[3]) if b * bs + lane < lanes else 0
+        for row, res in enumerate(ta.propagate_res, start=b * bs):
+            if row >= lanes:  # the padding of the last batch
+                break
+            if res[0] != limit:
+                raise RuntimeError(f"heyoka batch: trajectory {row} ended with {res[0]}")
+            steps += int(res[3])
         ys[b] = state
     return ys.transpose(0, 2, 1).reshape(nb * bs, d)[:lanes].copy(), steps
 

@@ -1064,10 +1064,16 @@ class _Layout:
 
 
 def _layout(
-    tape: _Tape, states: list[tuple[_Val, int]], n_state: int, n_par: int, one_row: bool = True
+    tape: _Tape,
+    states: list[tuple[_Val, int]],
+    ops: list[str],
+    n_state: int,
+    n_par: int,
+    one_row: bool = True,
 ) -> _Layout:
-    """The pass's lines (:func:`_pass`) with the products grouped (:func:`_fused`) and the
-    values of the current order only (:func:`_current_only`) in a few shared slots.
+    """The pass's lines (:func:`_pass`) around its operations ``ops`` (the tape's, products
+    grouped by :func:`_fused`), with the values of the current order only
+    (:func:`_current_only`) in a few shared slots.
 
     Kept at every order, Veselova n = 16 had 237 values per order, 15 kB per order in a pass
     of 8 lanes, of which 44 are needed at earlier orders; the other 193 now share 65 slots
@@ -1086,7 +1092,6 @@ def _layout(
         "/* order 0 of the states */",
         *tape.load,
     ]
-    ops = _fused(tape)
     out = ["/* coefficients out: coef[(k * n_state + row) * ld + lane]; a run of",
            " * components of one state vector in one copy for one lane with ld = 1 */"]  # fmt: skip
     for r0, m in _state_runs(states):
@@ -1229,8 +1234,9 @@ def _render(tape: _Tape, states: list[tuple[_Val, int]], n_state: int, n_par: in
     solve_v = sum(v for _, v, _ in tape.solve_ws)
     solve_p = sum(p for _, _, p in tape.solve_ws)
     conv, lin = _tape_cost(tape)
-    lay = _layout(tape, states, n_state, n_par)  # vector passes
-    lay1 = _layout(tape, states, n_state, n_par, one_row=False)  # one lane
+    ops = _fused(tape)
+    lay = _layout(tape, states, ops, n_state, n_par)  # vector passes
+    lay1 = _layout(tape, states, ops, n_state, n_par, one_row=False)  # one lane
     passes = _instances(_pass(lay, tape, n_par), "_1", "_v", body_one=_pass(lay1, tape, n_par))
     args_v = "t, x, par, coef, order, ld, l0, nl, (nht_vw *)W, piv"
     args_1 = "t, x, par, coef, order, ld, l0, 1, W, piv"
