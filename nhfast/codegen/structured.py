@@ -86,35 +86,59 @@ def _steps(prog: IndexedProgram, family: str) -> list[_Step]:
     return steps
 
 
+def _mode(st: _Step) -> str:
+    if st.kind in DENSE_KINDS:
+        return "dense"
+    if st.kind in INDEXED_KINDS or st.kind == "out_vec":
+        return "indexed"
+    return "lane"
+
+
 def _groups(prog: IndexedProgram, steps: list[_Step]) -> list[tuple[str, list[_Step]]]:
-    """Fuse consecutive steps into loops: (mode, steps), mode ``lane``/``indexed``/``dense``.
+    """Fuse steps into loops: (mode, steps), mode ``lane``/``indexed``/``dense``.
 
     A loop cannot use a reduction finished in the same loop, nor the components (fixed
-    entries) of a vector built in the same loop: both start a new loop. A dense step
-    (``matvec``, ``solve``) is a group of its own.
+    entries) of a vector built in the same loop. A dense step (``matvec``, ``solve``) is a
+    group of its own. Each loop takes, in program order, every step of its mode whose inputs
+    are ready, so independent reductions share one pass over the index wherever they stand in
+    the program (the order of the statements does not decide the number of passes).
     """
-    groups: list[tuple[str, list[_Step]]] = []
-    cur: list[_Step] = []
-    cur_mode = "lane"
+    defined = {t for st in steps for t in st.targets}
+    info = []
     for st in steps:
-        if st.kind in DENSE_KINDS:
-            mode = "dense"
-        elif st.kind in INDEXED_KINDS or st.kind == "out_vec":
-            mode = "indexed"
-        else:
-            mode = "lane"
-        uses = prog.deps(st.exprs)
+        uses = prog.deps(st.exprs) & defined
         owners = {prog.owners[s][0] for e in st.exprs for s in e.free_symbols if s in prog.owners}
-        brk = not cur or mode != cur_mode or mode == "dense"
-        if not brk:
-            brk = any((s.kind == "reduce" and s.target in uses) or s.target in owners for s in cur)
-        if brk:
-            if cur:
-                groups.append((cur_mode, cur))
-            cur, cur_mode = [], mode
-        cur.append(st)
-    if cur:
-        groups.append((cur_mode, cur))
+        info.append((st, _mode(st), uses, owners & defined))
+    groups: list[tuple[str, list[_Step]]] = []
+    done: set[sp.Symbol] = set()
+    remaining = list(range(len(steps)))
+    while remaining:
+        mode = info[remaining[0]][1]
+        cur: list[_Step] = []
+        here: dict[sp.Symbol, _Step] = {}
+        changed = True
+        while changed:
+            changed = False
+            for k in list(remaining):
+                st, m, uses, owners = info[k]
+                if m != mode or (mode == "dense" and cur):
+                    continue
+                ok = all(u in done or u in here for u in uses) and all(o in done for o in owners)
+                if ok and any(here[u].kind == "reduce" for u in uses if u in here):
+                    ok = False
+                if not ok:
+                    continue
+                cur.append(st)
+                for t in st.targets:
+                    here[t] = st
+                remaining.remove(k)
+                changed = True
+                if mode == "dense":
+                    break
+            if mode == "dense":
+                break
+        groups.append((mode, cur))
+        done |= set(here)
     return groups
 
 

@@ -377,3 +377,122 @@ def test_gradient_of_a_dot_product_through_a_matrix() -> None:
     (z,) = extract(node, "x")
     env = _env(np.random.default_rng(0))
     np.testing.assert_allclose(_node_value(z, env), env["H"] @ env["gamma"], atol=1e-12)
+
+
+def test_reciprocal_names_cancel() -> None:
+    """``a o ~a = 1`` in the node algebra, so dot products through a reciprocal are canonical:
+    ``sum a gamma (~a) gamma`` is ``|gamma|^2``."""
+    from nhfast.symbolic.rigid_body.algebra import inverse
+
+    assert Node(("a", inverse("a"))) == Node()
+    assert leaf("a", "gamma").times(leaf(inverse("a"))) == leaf("gamma")
+    assert inverse(inverse("a")) == "a"
+    scalars = Scalars()
+    assert scalars.of(leaf("a", "gamma", "gamma", inverse("a"))) == scalars.of(
+        leaf("gamma", "gamma")
+    )
+
+
+def _dense_velocity(inertia_np, b: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """``v`` in ``b^perp`` with ``-P_b I(b ^ v) b = P_b m`` (NumPy, columns of the operator)."""
+    n = b.size
+    cols = []
+    for k in range(n):
+        e = np.eye(n)[k]
+        cols.append(-inertia_np(np.outer(b, e) - np.outer(e, b)) @ b)
+    kb = np.stack(cols, axis=1) + np.outer(b, b)
+    return np.linalg.solve(kb, m - b * (b @ m) / (b @ b))
+
+
+# (inertia at matrix level, its parameters, NumPy inertia of the parameter values)
+_USER_BODIES = {
+    "scalar": (
+        lambda Om, k: k * Om,
+        [rb.scalar("k", positive=True)],
+        lambda p, n: lambda Om: p[0] * Om,
+        lambda n: np.array([1.7]),
+    ),
+    "seed+physical": (
+        lambda Om, A, J: A * Om * A + J * Om + Om * J,
+        [rb.diagonal("a", positive=True), rb.diagonal("j", positive=True)],
+        lambda p, n: (
+            lambda Om: p[:n, None] * Om * p[None, :n] + p[n:, None] * Om + Om * p[None, n:]
+        ),
+        lambda n: np.concatenate([1 + np.arange(n) / n, 2 - np.arange(n) / (2 * n)]),
+    ),
+    "squared": (
+        lambda Om, A: A * A * Om * A + A * Om * A * A,
+        [rb.diagonal("a", positive=True)],
+        lambda p, n: lambda Om: p[:, None] ** 2 * Om * p[None, :] + p[:, None] * Om * p**2,
+        lambda n: 1 + np.arange(n) / n,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_USER_BODIES))
+@pytest.mark.parametrize("constraint", ["space_fixed", "body_fixed"])
+def test_closed_form_velocity_of_user_inertias(name: str, constraint: str) -> None:
+    """A user's inertia: the closed-form (bordered) solve gives the velocity of a dense NumPy
+    solve of ``(K_b + b b^T) v = P_b m``, and ``log det K_b|b^perp``."""
+    n = 6
+    fn, params, numeric, values = _USER_BODIES[name]
+    con = rb.space_fixed() if constraint == "space_fixed" else rb.body_fixed()
+    body = rb.RigidBody(n, fn, params, constraint=con)
+    prog = body.program()
+    assert not any(s.kind == "solve" for s in prog.statements)
+    k = StructuredVectorField(prog, name=f"user_{name}_{constraint}").compile(
+        companions=("observables",)
+    )
+    p = values(n)
+    rng = np.random.default_rng(7)
+    xs = _states(n, rng, 4)
+    if constraint == "body_fixed":
+        xs[:, 2 * n - 1] = 0.0  # m . e_n = 0
+    f = k.evaluate("rhs", xs, params=p)
+    obs = k.evaluate("observables", xs, params=p)
+    op = numeric(p, n)
+    for lane in range(4):
+        gm, m = xs[lane, :n], xs[lane, n:]
+        b = gm if constraint == "space_fixed" else np.eye(n)[-1]
+        v = _dense_velocity(op, b, m)
+        om = np.outer(b, v) - np.outer(v, b)
+        np.testing.assert_allclose(f[lane, :n], -om @ gm, atol=1e-12)
+        q = np.linalg.qr(np.column_stack([b, np.eye(n)]))[0][:, 1:]  # a basis of b^perp
+        cols = [-op(np.outer(b, e) - np.outer(e, b)) @ b for e in q.T]
+        sign, ld = np.linalg.slogdet(q.T @ np.stack(cols, axis=1))
+        assert sign > 0
+        assert obs[lane, 3] == pytest.approx(ld, abs=1e-10)
+
+
+@pytest.mark.parametrize("inertia", ["seed", "physical"])
+def test_first_integrals_exact_off_the_constraint_manifold(inertia: str) -> None:
+    """Off ``|gamma| = 1``, ``gamma . m = 0`` (where the solve drops terms that vanish with
+    ``gamma . m``) the field still keeps ``|gamma|^2`` and ``gamma . m`` exactly:
+    ``gamma . gammadot = 0`` and ``m . gammadot + gamma . mdot = 0`` to round-off."""
+    n = 7
+    k = rigid_body(n, inertia).vector_field().compile()
+    rng = np.random.default_rng(11)
+    xs = rng.normal(size=(6, 2 * n))  # neither on the sphere nor gamma . m = 0
+    p = rigid_body_params(n, inertia)
+    f = k.evaluate("rhs", xs, params=p)
+    g, m, gd, md = xs[:, :n], xs[:, n:], f[:, :n], f[:, n:]
+    scale = np.abs(g * gd).sum(1) + np.abs(m * gd).sum(1) + np.abs(g * md).sum(1)
+    assert np.all(np.abs(np.sum(g * gd, axis=1)) < 1e-14 * scale)
+    assert np.all(np.abs(np.sum(m * gd + g * md, axis=1)) < 1e-14 * scale)
+
+
+def test_seed_program_is_as_lean_as_the_hand_derived_one() -> None:
+    """The engine's program of ``A Om A`` has the hand-derived program's passes: the five
+    dot products (``|gamma|^2``, ``(A gamma, gamma)``, ``gamma . A^{-1} m``, ``m . A^{-1} m``,
+    ``gamma . m``) in one pass, no per-lane vector other than the outputs."""
+    from nhfast.codegen.structured import _groups, _steps
+
+    prog = rigid_body(12, "seed").program()
+    groups = _groups(prog, _steps(prog, "rhs"))
+    kinds = [(mode, sorted({s.kind for s in steps})) for mode, steps in groups]
+    assert kinds == [
+        ("indexed", ["reduce"]),
+        ("lane", ["scalar"]),
+        ("indexed", ["out_vec"]),
+    ]
+    assert len(groups[0][1]) == 5

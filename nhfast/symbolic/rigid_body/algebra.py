@@ -32,6 +32,7 @@ from sympy.matrices.expressions import (
     Identity,
     MatAdd,
     MatMul,
+    MatPow,
     MatrixExpr,
     MatrixSymbol,
     Transpose,
@@ -42,12 +43,16 @@ from sympy.matrices.expressions.trace import Trace
 
 __all__ = [
     "DIM",
+    "INVERSE",
     "Node",
     "VecPoly",
     "Scalars",
     "Lowering",
     "expand_vector",
+    "inverse",
     "leaf",
+    "substitute",
+    "substitute_scalar",
 ]
 
 #: The symbolic dimension of every vector and matrix in a derivation.
@@ -56,12 +61,40 @@ DIM = sp.Symbol("n", integer=True, positive=True)
 Op = tuple[str, str]  # ("M", name): a symmetric parameter matrix
 
 
+#: Prefix of the name of an element-wise reciprocal: ``~a`` is ``1 / a`` (a parameter vector,
+#: so that ``a o ~a`` cancels and reductions with it are canonical).
+INVERSE = "~"
+
+
+def inverse(name: str) -> str:
+    """The name of the element-wise reciprocal of the vector ``name``."""
+    return name[1:] if name.startswith(INVERSE) else INVERSE + name
+
+
+def _cancelled(group: tuple[str, ...]) -> tuple[str, ...]:
+    """``group`` sorted, each ``x`` and ``~x`` pair removed."""
+    if not any(nm.startswith(INVERSE) for nm in group):
+        return tuple(sorted(group))
+    out = list(group)
+    for nm in group:
+        if nm.startswith(INVERSE) and nm in out and nm[1:] in out:
+            out.remove(nm)
+            out.remove(nm[1:])
+    return tuple(sorted(out))
+
+
 @dataclass(frozen=True, order=True)
 class Node:
-    """``group o prod_k M_k(child_k)`` element-wise (see the module docstring)."""
+    """``group o prod_k M_k(child_k)`` element-wise (see the module docstring).
+
+    A name ``~x`` in ``group`` is the reciprocal of ``x`` (see :func:`inverse`); the two cancel.
+    """
 
     group: tuple[str, ...] = ()
     kids: tuple[tuple[Op, Node], ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "group", _cancelled(self.group))
 
     def names(self) -> set[str]:
         """Every vector name in the tree."""
@@ -212,7 +245,24 @@ class VecPoly:
 
     def times(self, node: Node) -> VecPoly:
         """Element-wise product with ``node``."""
-        return VecPoly({k.times(node): c for k, c in self.terms.items()}).cleaned()
+        out: dict[Node, sp.Expr] = {}
+        for k, c in self.terms.items():
+            key = k.times(node)
+            out[key] = out.get(key, 0) + c
+        return VecPoly(out).cleaned()
+
+    def product(self, other: VecPoly) -> VecPoly:
+        """Element-wise product of two vectors."""
+        out: dict[Node, sp.Expr] = {}
+        for k1, c1 in self.terms.items():
+            for k2, c2 in other.terms.items():
+                key = k1.times(k2)
+                out[key] = out.get(key, 0) + c1 * c2
+        return VecPoly(out).cleaned()
+
+    def reduce(self, scalars: Scalars) -> sp.Expr:
+        """``sum_i self_i`` as a scalar expression."""
+        return sp.expand(sp.Add(*[c * scalars.of(k) for k, c in self.terms.items()]))
 
     def subs(self, rep: Mapping[sp.Symbol, Any]) -> VecPoly:
         """Substitute in the coefficients."""
@@ -261,6 +311,11 @@ def _flat(e: Any, symmetric: set[str]) -> Flat:
         return []
     if isinstance(e, HadamardProduct):
         return _hadamard(e, symmetric)
+    if isinstance(e, MatPow) and e.exp.is_Integer and e.exp > 0:
+        out = [(sp.Integer(1), ())]
+        for _ in range(int(e.exp)):
+            out = [(c1 * c2, f1 + f2) for c1, f1 in out for c2, f2 in _flat(e.base, symmetric)]
+        return out
     if isinstance(e, MatrixExpr):
         raise ValueError(
             f"unsupported matrix operation {type(e).__name__} in {e}; use sums, products, "
@@ -408,6 +463,46 @@ def gradient(expr: sp.Expr, name: str, scalars: Scalars) -> VecPoly:
     return out
 
 
+def _substituted(node: Node, name: str, value: VecPoly) -> VecPoly:
+    """``node`` with every occurrence of the vector ``name`` replaced by ``value``."""
+    rest = list(node.group)
+    count = rest.count(name)
+    for _ in range(count):
+        rest.remove(name)
+    out = VecPoly.of(Node(tuple(rest)))
+    for _ in range(count):
+        out = out.product(value)
+    for op, kid in node.kids:
+        if name in kid.names():
+            inner = _substituted(kid, name, value)
+            applied = VecPoly({Node((), ((op, k),)): c for k, c in inner.terms.items()})
+        else:
+            applied = VecPoly.of(Node((), ((op, kid),)))
+        out = out.product(applied)
+    return out
+
+
+def substitute(poly: VecPoly, name: str, value: VecPoly, scalars: Scalars) -> VecPoly:
+    """``poly`` with the vector ``name`` replaced by ``value``, in its nodes and in the dot
+    products of its coefficients (a vector expression no longer naming ``name``)."""
+    out = VecPoly()
+    for node, coef in poly.terms.items():
+        c = substitute_scalar(coef, name, value, scalars)
+        out = out + _substituted(node, name, value).scaled(c)
+    return out
+
+
+def substitute_scalar(expr: Any, name: str, value: VecPoly, scalars: Scalars) -> sp.Expr:
+    """A scalar expression in reduction symbols with the vector ``name`` replaced by ``value``."""
+    expr = sp.sympify(expr)
+    rep = {}
+    for sym in expr.free_symbols & set(scalars.nodes):
+        node = scalars.nodes[sym]
+        if name in node.names():
+            rep[sym] = _substituted(node, name, value).reduce(scalars)
+    return sp.expand(expr.xreplace(rep)) if rep else expr
+
+
 # ------------------------------------------------------------------------------------------
 # lowering to an IndexedProgram
 # ------------------------------------------------------------------------------------------
@@ -453,9 +548,10 @@ class Lowering:
         """The element-wise expression of ``node`` (matrix-vector products emitted)."""
         out = sp.Integer(1)
         for nm in node.group:
-            if nm not in self.handles:
-                raise ValueError(f"internal: vector {nm!r} has no handle yet")
-            out *= self.handles[nm]
+            base = inverse(nm) if nm.startswith(INVERSE) else nm
+            if base not in self.handles:
+                raise ValueError(f"internal: vector {base!r} has no handle yet")
+            out *= self.handles[base] if base == nm else 1 / self.handles[base]
         for op, kid in node.kids:
             key = (op, kid)
             if key not in self._matvec:
@@ -476,6 +572,9 @@ class Lowering:
                     self.name("s"), self.node(self.scalars.nodes[sym])
                 )
             rep[sym] = self.values[sym]
+        for sym in expr.free_symbols - set(rep):
+            if sym in self.values:  # a scalar parameter
+                rep[sym] = self.values[sym]
         return expr.xreplace(rep)
 
     def coefficient(self, expr: Any) -> sp.Expr:

@@ -47,7 +47,10 @@ from nhfast.symbolic.rigid_body.algebra import (
     extract,
     gradient,
     leaf,
+    substitute,
+    substitute_scalar,
 )
+from nhfast.symbolic.rigid_body.solve import RECIPROCAL, Velocity, bordered_solve, kept_terms
 
 __all__ = [
     "Param",
@@ -261,6 +264,7 @@ class RigidBody:
         self.constraint = constraint
         self.name = name or f"rigid_body_{constraint.kind}_{n}"
         self._derivation: Derivation | None = None
+        self._velocity: Velocity | None = None
 
     # ------------------------------------------------------------------ derivation ----
     @property
@@ -325,6 +329,23 @@ class RigidBody:
         energy = sp.Rational(1, 2) * scalars.of(leaf("m", "v")) + pot
         return Derivation(bname, gamma_dot, m_dot, diag, rank, dense, energy, scalars, pot)
 
+    def velocity(self) -> Velocity:
+        """The velocity from the momentum, solved in closed form (cached; see
+        :func:`nhfast.symbolic.rigid_body.solve.bordered_solve`).
+
+        Raises
+        ------
+        ValueError
+            If the reduced metric needs a dense solve (a matrix acting on the unknown).
+        """
+        if self._velocity is None:
+            d = self.derive()
+            if d.dense:
+                raise ValueError("the reduced metric needs a dense solve: no closed form")
+            invertible = {p.name for p in self.params if p.kind in ("diagonal", "vector")}
+            self._velocity = bordered_solve(d.b, d.diag, d.rank, d.scalars, invertible)
+        return self._velocity
+
     def _potential(self, scalars: Scalars) -> tuple[sp.Expr, VecPoly]:
         if self.component_potential is not None:
             return sp.Symbol("rb_U", real=True), VecPoly.of(leaf("rb_dU"))
@@ -381,18 +402,35 @@ class RigidBody:
                 )
             low.handles["rb_dU"] = prog.unrolled("rb_dU", [sp.diff(u, g) for g in gam])
             low.values[sp.Symbol("rb_U", real=True)] = prog.scalar("rb_U", u)
-        # v from (K_b + b b^T) v = P_b m
-        r2b = low.scalar(d.scalars.of(leaf(d.b, d.b)))
-        bm = low.scalar(d.scalars.of(leaf(d.b, "m")))
-        b_h = handles[d.b]
-        f = prog.vector("rb_f", handles["m"] - (bm / r2b) * b_h)
-        v, logdet = _solve(low, d, f)
-        low.handles["v"] = v
-        prog.output("rhs", [low.vector(d.gamma_dot), low.vector(d.m_dot)])
+        if d.dense or len(kept_terms(d.b, d.rank)) > WOODBURY_MAX_RANK:
+            # v from (K_b + b b^T) v = P_b m, a dense per-lane solve
+            r2b = low.scalar(d.scalars.of(leaf(d.b, d.b)))
+            bm = low.scalar(d.scalars.of(leaf(d.b, "m")))
+            f = prog.vector("rb_f", handles["m"] - (bm / r2b) * handles[d.b])
+            v, logdet = _dense_solve(low, d, f)
+            low.handles["v"] = v
+            gamma_dot, m_dot, energy = d.gamma_dot, d.m_dot, d.energy
+            logdet = logdet - sp.log(r2b)
+        else:
+            sol = self.velocity()
+            if sol.reciprocal is not None:
+                low.handles[RECIPROCAL] = prog.vector(RECIPROCAL, 1 / low.vector(sol.reciprocal))
+            gamma_dot = substitute(d.gamma_dot, "v", sol.w, d.scalars)
+            m_dot = substitute(d.m_dot, "v", sol.w, d.scalars)
+            energy = substitute_scalar(d.energy, "v", sol.w, d.scalars)
+            logdet = low.scalar(sol.log_det.xreplace({DIM: n})) + prog.reduce(
+                low.name("logD"), sp.log(sp.Abs(low.vector(sol.log_det_sum)))
+            )
+        blocks = [low.vector(gamma_dot), low.vector(m_dot)]
+        for k, blk in enumerate(blocks):
+            if not prog.is_indexed(blk):  # a constant component (e.g. mdot = 0): n rows of it
+                blocks[k] = prog.vector(low.name("const"), blk + 0 * prog.index)
+        prog.output("rhs", blocks)
         gnorm = low.scalar(d.scalars.of(leaf("gamma", "gamma")))
+        bm = low.scalar(d.scalars.of(leaf(d.b, "m")))
         prog.output(
             "observables",
-            [low.scalar(d.energy), gnorm, bm, logdet - sp.log(r2b)],
+            [low.scalar(energy), gnorm, bm, logdet],
             names=OBSERVABLES,
         )
         if not any(st.kind in ("matvec", "solve") for st in prog.statements):
@@ -457,35 +495,13 @@ def _classify(
     return diag, rank_list, dense
 
 
-def _solve(low: Lowering, d: Derivation, f: sp.Symbol) -> tuple[sp.Symbol, sp.Expr]:
-    """Emit ``v = (D + U Z^T + dense)^{-1} f``; returns ``(v, log|det|)``."""
+def _dense_solve(low: Lowering, d: Derivation, f: sp.Symbol) -> tuple[sp.Symbol, sp.Expr]:
+    """Emit ``v = (K_b + b b^T)^{-1} f`` as a per-lane dense solve; returns ``(v, log|det|)``."""
     prog = low.prog
     if not d.diag.terms:
         raise ValueError("the reduced metric has no diagonal part; not supported")
     D = prog.vector("rb_D", low.vector(d.diag))
-    us = [prog.vector(low.name("u"), low.vector(u)) for u, _ in d.rank]
-    zs = [low.node(z) for _, z in d.rank]
-    if d.dense or len(us) > WOODBURY_MAX_RANK:
-        terms = [(u, None, z) for u, z in zip(us, zs, strict=True)]
-        for left, mat, right in d.dense:
-            terms.append((low.vector(left), low.matrices[mat], low.node(right)))
-        v, logdet = prog.solve("v", f, diag=D, terms=terms, logdet="rb_logdet")
-        return v, logdet
-    iD = prog.vector("rb_iD", 1 / D)
-    R = len(us)
-    logdet = prog.reduce("rb_logD", sp.log(sp.Abs(D)))
-    if R == 0:
-        return prog.vector("v", f * iD), logdet
-    cap = sp.zeros(R, R)
-    rhs = sp.zeros(R, 1)
-    for r in range(R):
-        for q in range(R):
-            cap[r, q] = (1 if r == q else 0) + prog.reduce(low.name("c"), zs[r] * us[q] * iD)
-        rhs[r] = prog.reduce(low.name("g"), zs[r] * f * iD)
-    # Cramer's rule: the capacitance as a whole is regular (det K = det D det C), but its
-    # leading entries may vanish (D + u z^T alone is singular when K_b b = 0)
-    det = prog.scalar("rb_detC", cap.det(method="berkowitz"))
-    sol = cap.adjugate(method="berkowitz") * rhs
-    ts = [prog.scalar(low.name("t"), sol[r] / det) for r in range(R)]
-    v = prog.vector("v", (f - sp.Add(*[t * u for t, u in zip(ts, us, strict=True)])) * iD)
-    return v, logdet + sp.log(sp.Abs(det))
+    terms = [(prog.vector(low.name("u"), low.vector(u)), None, low.node(z)) for u, z in d.rank]
+    for left, mat, right in d.dense:
+        terms.append((low.vector(left), low.matrices[mat], low.node(right)))
+    return prog.solve("v", f, diag=D, terms=terms, logdet="rb_logdet")
