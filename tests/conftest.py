@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 
 import numpy as np
 import pytest
 import sympy as sp
+
+# The hand-written references of tests/references (independent of the package's derivations).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 # Keep the user's cache untouched; every test session compiles into its own directory.
 os.environ.setdefault("NHFAST_CACHE_DIR", tempfile.mkdtemp(prefix="nhfast-test-cache-"))

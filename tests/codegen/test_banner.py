@@ -8,12 +8,12 @@ from importlib import metadata
 import numpy as np
 import pytest
 import sympy as sp
+from references.veselova_hand import veselova_program
 
 import nhfast as nh
 from nhfast import _jit
 from nhfast.codegen import KernelSet, generate_c, generate_structured_c
 from nhfast.codegen._printer import input_hash
-from nhfast.systems.veselova_body import veselova_program
 
 
 def _banner(src: str) -> str:

@@ -15,6 +15,7 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from references.veselova_hand import veselova_program
 
 import nhfast as nh
 from nhfast import _jit
@@ -27,7 +28,8 @@ from nhfast.codegen import (
     structured_numpy_kernels,
 )
 from nhfast.structured_field import StructuredVectorField
-from nhfast.systems.veselova_body import veselova_embedded, veselova_program, veselova_structured
+from nhfast.systems.veselova_body import veselova_embedded, veselova_structured
+from nhfast.systems.veselova_body.embedded import structured_program
 
 
 def potential(gamma: list) -> sp.Expr:
@@ -37,9 +39,9 @@ def potential(gamma: list) -> sp.Expr:
 
 
 def hand_structured(n: int, pot=None) -> StructuredVectorField:
-    """The hand-derived program through the structured code generator (the same equations as
-    ``veselova_embedded``, which goes through the generic one)."""
-    return StructuredVectorField(veselova_program(n, pot), name=f"veselova_hand_{n}")
+    """The engine's program through the structured code generator (the same equations as
+    ``veselova_embedded``, which unrolls them through the generic one)."""
+    return StructuredVectorField(structured_program(n, pot), name=f"veselova_engine_{n}")
 
 
 def _points(n: int, rows: int, seed: int):

@@ -11,11 +11,11 @@ import re
 from pathlib import Path
 
 import pytest
+from references.veselova_hand import veselova_program
 
 import nhfast as nh
 from nhfast import _abi, _core
 from nhfast.codegen import KernelSet, generate_c, generate_structured_c
-from nhfast.systems.veselova_body import veselova_program
 
 ROOT = Path(__file__).resolve().parents[2]
 ABI_H = _abi.INCLUDE_DIR / "nh_abi.h"

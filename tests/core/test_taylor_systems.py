@@ -169,7 +169,7 @@ def rigid_body(n: int, inertia: str):
 
 @functools.cache
 def lie_body(n: int):
-    from nhfast.systems.rigid_body_lie import rigid_body_inertia, rigid_body_lie_system
+    from references.rigid_body_lie import rigid_body_inertia, rigid_body_lie_system
 
     inertia, params = rigid_body_inertia(n, "physical")
     S = rigid_body_lie_system(n, inertia, "space_fixed", None, params)
@@ -291,7 +291,7 @@ def _rb_params(n: int, inertia: str):
 
 
 def _draw_lie(n: int):
-    from nhfast.systems.rigid_body_lie import lie_from_embedded
+    from references.rigid_body_lie import lie_from_embedded
 
     def draw(rng, k):
         S, _ = lie_body(n)

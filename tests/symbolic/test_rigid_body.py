@@ -12,6 +12,7 @@ import pytest
 import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from references.veselova_hand import veselova_program
 from sympy.matrices.expressions import DiagMatrix, MatrixSymbol
 
 import nhfast as nh
@@ -34,7 +35,6 @@ from nhfast.systems.rigid_bodies import (
     rigid_body_params,
     suslov_rigid_body,
 )
-from nhfast.systems.veselova_body import veselova_program
 from nhfast.systems.veselova_body.embedded import project_to_constraints
 
 N = 4

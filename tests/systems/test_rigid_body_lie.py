@@ -13,12 +13,7 @@ import functools
 import numpy as np
 import pytest
 import sympy as sp
-from scipy.integrate import solve_ivp
-
-import nhfast as nh
-from nhfast.symbolic.liegroup import son_structure_constants
-from nhfast.systems import suslov, veselova_body_so3
-from nhfast.systems.rigid_body_lie import (
+from references.rigid_body_lie import (
     INERTIAS,
     RigidBodyLieSystem,
     embedded_from_lie,
@@ -31,6 +26,11 @@ from nhfast.systems.rigid_body_lie import (
     so_n_inertia_matrix,
     so_n_pairs,
 )
+from scipy.integrate import solve_ivp
+
+import nhfast as nh
+from nhfast.symbolic.liegroup import son_structure_constants
+from nhfast.systems import suslov, veselova_body_so3
 from nhfast.systems.veselova_body import veselova_structured
 
 TOL = {"rtol": 1e-12, "atol": 1e-12}

@@ -22,7 +22,6 @@ from nhfast.systems.veselova_body.embedded import (
     project_to_constraints,
     split_state,
     veselova_embedded,
-    veselova_program,
     veselova_structured,
 )
 from nhfast.systems.veselova_body.formulas import default_inertia
@@ -45,7 +44,6 @@ __all__ = [
     "veselova",
     "veselova_embedded",
     "veselova_structured",
-    "veselova_program",
     "veselova_unreduced",
     "veselova_coordinates",
     "veselova_left_trivialised",

@@ -2,17 +2,20 @@
 
 States ``(gamma, m)`` with ``|gamma| = 1``, ``gamma . m = 0``; ``m`` is the momentum covector
 written as a vector of ``gamma^perp`` (``p_k = m . d gamma/d s_k`` in a chart).  With
-``c = (A gamma, gamma)``, ``w = A^{-1} m`` and ``P_gamma x = x - (gamma . x) gamma / |gamma|^2``::
+``c = (A gamma, gamma)``, ``w = A^{-1} m`` and ``P_gamma x = x - (gamma . x) gamma / |gamma|^2``,
+on the constraint manifold::
 
-    gammadot = v := P_gamma w / c,      mdot = -(m . v) gamma - P_gamma grad U(gamma).
+    gammadot = v := P_gamma w / c,      mdot = -(m . v) gamma - P_gamma grad U(gamma)
 
-Derived here (not printed in García-Naranjo & Marrero 2020): the Dirac bracket of
-``T*S^{n-1} = {|gamma|^2 = 1, gamma . m = 0}`` plus the gyroscopic force of ``phi = -1/2 ln c``
-(their Theorem 4.3).  Off the constraint manifold ``|gamma|^2`` and ``gamma . m`` stay exact
-first integrals, so the ambient divergence on it is the Liouville one and the density
-``c^{(2-n)/2}`` is invariant on the whole sphere.  The equations are written once, as the
-:class:`~nhfast.codegen.structured.IndexedProgram` of :func:`veselova_program`;
-:func:`veselova_structured` compiles it with looped kernels, :func:`veselova_embedded` unrolls it.
+(not printed in García-Naranjo & Marrero 2020: the Dirac bracket of ``T*S^{n-1} =
+{|gamma|^2 = 1, gamma . m = 0}`` plus the gyroscopic force of ``phi = -1/2 ln c``, their
+Theorem 4.3).  The equations are derived by the matrix-level rigid-body engine
+(:class:`~nhfast.symbolic.rigid_body.RigidBody` with ``I(Om) = A Om A``), whose extension off
+the manifold (``gammadot = |gamma|^2 v``, ``mdot = -(m . v) gamma - |gamma|^2 P_gamma grad U``)
+keeps ``|gamma|^2`` and ``gamma . m`` exact first integrals, so the ambient divergence on the
+manifold is the Liouville one and the density ``c^{(2-n)/2}`` is invariant on the whole
+sphere.  :func:`veselova_structured` compiles the engine's program with looped kernels,
+:func:`veselova_embedded` unrolls it into SymPy expressions.
 """
 
 from __future__ import annotations
@@ -35,7 +38,6 @@ from nhfast.vectorfield import VectorField
 
 __all__ = [
     "VESELOVA_OBSERVABLES",
-    "veselova_program",
     "structured_program",
     "veselova_structured",
     "veselova_embedded",
@@ -59,88 +61,15 @@ VESELOVA_OBSERVABLES = (
 )
 
 
-def veselova_program(n: int, potential: Potential = None) -> IndexedProgram:
-    """The whole-sphere Veselova equations as an indexed program, derived by hand.
-
-    The form of the module docstring, kept as the independent reference of the matrix-level
-    engine (which :func:`veselova_structured` uses) and as the source of
-    :func:`veselova_embedded` (its unrolled expressions are the simplest known).
-
-    With the per-lane dot products ``c = (A gamma, gamma)``, ``r2 = |gamma|^2``,
-    ``gw = gamma . w``, ``gm = gamma . m``, ``mw = m . w`` and ``mv = m . gammadot =
-    (mw - gw gm / r2) / c``, two passes over the index evaluate the field: ``O(n)`` work per
-    lane and ``O(1)`` code size (plus the gradient of a potential, unrolled).  Its divergence,
-    with ``sia = (A^{-1} gamma, gamma)``, is
-    ``-(n - 2) gw / (r2 c) - 2 gm / c^2 + gm sia / (r2^2 c)``, which on the constraint manifold
-    is ``-d/dt ln c^{(2-n)/2}``.
-
-    Parameters
-    ----------
-    n : int
-        ``n >= 3``.
-    potential : callable or sympy.Expr, optional
-        ``U(gamma)``; a callable receives the list of the ``n`` symbols ``gamma1..gamma<n>``.
-        Its gradient is emitted component by component (unrolled).
-
-    Returns
-    -------
-    IndexedProgram
-        Outputs ``rhs``, ``observables`` (:data:`VESELOVA_OBSERVABLES`) and ``divergence``.
-
-    Raises
-    ------
-    ValueError
-        If the potential depends on symbols other than ``gamma1..gamma<n>``.
-    """
-    n = check_dimension(n)
-    gam_c, m_c = embedded_symbols(n)
-    prog = IndexedProgram(n)
-    g = prog.state_vector("gamma", gam_c)
-    m = prog.state_vector("m", m_c)
-    a = prog.param_vector("a", inertia_symbols(n))
-    U = potential_expr(potential, [gam_c])
-    if U.free_symbols - set(gam_c):
-        extra = ", ".join(sorted(map(str, U.free_symbols - set(gam_c))))
-        raise ValueError(f"potential may depend on gamma1..gamma{n} only, found {extra}")
-    has_u = U != 0
-    if has_u:
-        dU = prog.unrolled("dU", [sp.diff(U, gk) for gk in gam_c])
-        u_val = prog.scalar("U", U)
-    c = prog.reduce("c", inertia_quadratic([a], [g]))
-    r2 = prog.reduce("r2", g**2)
-    gw = prog.reduce("gw", g * m / a)
-    gm = prog.reduce("gm", g * m)
-    mw = prog.reduce("mw", m**2 / a)
-    sia = prog.reduce("sia", g**2 / a)
-    gdU = prog.reduce("gdU", g * dU) if has_u else sp.Integer(0)
-    mv = prog.scalar("mv", (mw - gw * gm / r2) / c)
-    # per-lane coefficients, so that the element-wise loop has one division (by a_i)
-    ic = prog.scalar("ic", 1 / c)
-    kv = prog.scalar("kv", gw / (r2 * c))
-    km = prog.scalar("km", (mv - gdU) / r2)
-    v = m / a * ic - kv * g
-    mdot = -km * g
-    if has_u:
-        mdot = mdot - dU
-    prog.output("rhs", [v, mdot])
-    energy = mw / (2 * c) + (u_val if has_u else 0)
-    prog.output(
-        "observables", [energy, r2, gm, log_density(n, c), r2 - 1], names=VESELOVA_OBSERVABLES
-    )
-    prog.output("divergence", [-(n - 2) * gw / (r2 * c) - 2 * gm / c**2 + gm * sia / (r2**2 * c)])
-    return prog
-
-
 def structured_program(n: int, potential: Potential = None) -> IndexedProgram:
     """The whole-sphere Veselova equations derived by the matrix-level engine.
 
     :class:`~nhfast.symbolic.rigid_body.RigidBody` with the seed's inertia ``I(Om) = A Om A``
     and the space-fixed constraint derives ``gammadot = |gamma|^2 v`` and
-    ``mdot = -(m . v) gamma - |gamma|^2 P_gamma grad U`` with ``v`` from the reduced metric
-    (a rank-two Woodbury solve, ``O(n)`` per lane); its ``divergence`` is generated from the
-    program.  On the constraint manifold it equals :func:`veselova_program` to round-off (off
-    it both keep ``|gamma|^2`` and ``gamma . m`` exactly, with different extensions).  The
-    observables are :data:`VESELOVA_OBSERVABLES`.
+    ``mdot = -(m . v) gamma - |gamma|^2 P_gamma grad U`` with ``v = (A^{-1} m - (gamma .
+    A^{-1} m) / |gamma|^2 gamma) / c`` from the reduced metric (a closed-form solve, ``O(n)``
+    per lane); its ``divergence`` is generated from the program.  The observables are
+    :data:`VESELOVA_OBSERVABLES`.
     """
     n = check_dimension(n)
     gam_c, _ = embedded_symbols(n)
@@ -176,8 +105,8 @@ def structured_program(n: int, potential: Potential = None) -> IndexedProgram:
 def veselova_structured(n: int, potential: Potential = None) -> StructuredVectorField:
     """Whole-sphere Veselova system on SO(n) with structured kernels (any ``n >= 3``).
 
-    The equations derived by the matrix-level engine (:func:`structured_program`; on the
-    constraint manifold they are those of :func:`veselova_program`); the generated C loops
+    The equations derived by the matrix-level engine (:func:`structured_program`); the
+    generated C loops
     over the index (``O(n)`` work per lane and ``O(1)`` code size), so ``n = 64`` builds in
     seconds.  Pass it to :func:`nhfast.integrate` unchanged.
 
@@ -221,9 +150,9 @@ def veselova_structured(n: int, potential: Potential = None) -> StructuredVector
 def veselova_embedded(n: int, potential: Potential = None) -> VectorField:
     """The whole-sphere Veselova system as a plain :class:`VectorField` (unrolled expressions).
 
-    The equations of :func:`veselova_program`, unrolled into SymPy (``O(n)`` expressions after
-    common subexpressions; no linear solve), for symbolic work and small ``n``; for large ``n``
-    use :func:`veselova_structured`.
+    The equations of :func:`structured_program` (the rigid-body engine), unrolled into SymPy
+    (``O(n)`` expressions after common subexpressions; no linear solve), for symbolic work and
+    small ``n``; for large ``n`` use :func:`veselova_structured`.
 
     Parameters
     ----------
@@ -237,21 +166,25 @@ def veselova_embedded(n: int, potential: Potential = None) -> VectorField:
     VectorField
         States ``(gamma_1..gamma_n, m_1..m_n)``, params ``(a1..an)`` (as in
         :func:`nhfast.systems.veselova`); observables ``energy``
-        (``(A^{-1} m, m)/(2c) + U``), ``gamma_norm`` (``gamma . gamma``),
+        (``(A^{-1} m, m)/(2c) + U`` on the manifold), ``gamma_norm`` (``gamma . gamma``),
         ``momentum_constraint`` (``gamma . m``) and ``log_density`` (``(2-n)/2 ln c``: the log
         of the invariant density with respect to the Liouville volume of ``T*S^{n-1}``,
         equivalently ``ds dp`` in any chart, and -- on the constraint manifold -- with respect
-        to Lebesgue ``dgamma dm`` for *this* extension of the field).
+        to Lebesgue ``dgamma dm`` for this extension of the field).
     """
-    prog = veselova_program(n, potential)
+    prog = structured_program(n, potential)
     values = prog.to_sympy("observables")
     names = VESELOVA_OBSERVABLES[:4]
+    gam, a = prog.state_symbols[:n], prog.param_symbols
+    # the engine's parameter symbols as the catalogue's (positive a1..an)
+    rename = dict(zip(a, inertia_symbols(n), strict=True))
     return VectorField(
         states=prog.state_symbols,
-        rhs=prog.to_sympy("rhs"),
-        params=prog.param_symbols,
-        observables=dict(zip(names, values[:4], strict=True)),
+        rhs=[e.xreplace(rename) for e in prog.to_sympy("rhs")],
+        params=list(rename.values()),
+        observables={k: e.xreplace(rename) for k, e in zip(names, values[:4], strict=True)},
         name=f"veselova_embedded_{n}",
+        domain={"gamma != 0": sp.Add(*[g**2 for g in gam])},
     )
 
 

@@ -235,10 +235,13 @@ def test_embedded_divergence_identity_on_whole_sphere(n):
     dlogc = 2 * np.sum(a * g * gdot, axis=1) / _c(g, a)  # X[ln c]
     for expo, ok in (((2 - n) / 2, True), ((n - 2) / 2, False), (0.0, False)):
         res = div + expo * dlogc  # div(rho X) / rho = div X + X[ln rho]
+        # the size of the field bounds the terms that cancel in div near a rest point: the
+        # identity holds to 1e-8 of that, not of a near-zero div (-2e-8 at one of these
+        # points, where every formulation, the hand-derived one too, loses 1e-8 of it)
         scale = np.abs(div) + np.abs(expo * dlogc) + 1e-300
         rel = np.abs(res) / scale
         if ok:
-            assert np.max(rel) < 1e-8, expo
+            assert np.max(np.abs(res) / (scale + np.linalg.norm(f, axis=1))) < 1e-8, expo
         else:
             assert np.median(rel) > 0.1, expo
 
