@@ -18,21 +18,49 @@ import heyoka as hy
 import numpy as np
 
 
-def equations(n: int) -> list[tuple[Any, Any]]:
-    """``[(state, rhs)]`` for the states ``(gamma_1..gamma_n, m_1..m_n)``."""
+def equations(n: int, inertia: str = "seed", values: Any = None) -> list[tuple[Any, Any]]:
+    """``[(state, rhs)]`` for the states ``(gamma_1..gamma_n, m_1..m_n)``.
+
+    Parameters
+    ----------
+    n : int
+    inertia : {"seed", "physical"}
+        ``I(Om) = A Om A`` or ``J Om + Om J`` (the moments as ``par[k]``).
+    values : array_like, optional
+        The moments as numbers folded into the expressions (reciprocals precomputed), as a
+        user with fixed moments writes them; then no runtime parameters.
+    """
     g = list(hy.make_vars(*[f"g{k}" for k in range(n)]))
     m = list(hy.make_vars(*[f"m{k}" for k in range(n)]))
-    a = [hy.par[k] for k in range(n)]
-    w = [m[k] / a[k] for k in range(n)]
+    if values is None:
+        a = [hy.par[k] for k in range(n)]
+        inv = [1.0 / a[k] for k in range(n)]
+    else:
+        vals = [float(x) for x in values]
+        a = [hy.expression(x) for x in vals]
+        inv = [hy.expression(1.0 / x) for x in vals]
     c = hy.sum([a[k] * g[k] * g[k] for k in range(n)])
     r2 = hy.sum([g[k] * g[k] for k in range(n)])
-    s = hy.sum([g[k] * w[k] for k in range(n)]) / r2
-    mw = hy.sum([m[k] * w[k] for k in range(n)])
-    gm = hy.sum([g[k] * m[k] for k in range(n)])
-    q = (mw - s * gm) / (c * r2)  # (m . gammadot) / r2
-    v = [(w[k] - s * g[k]) / c for k in range(n)]
-    mdot = [-q * g[k] for k in range(n)]
-    return list(zip(g + m, v + mdot, strict=True))
+    if inertia == "seed":
+        w = [m[k] * inv[k] for k in range(n)]
+        s = hy.sum([g[k] * w[k] for k in range(n)]) / r2
+        mw = hy.sum([m[k] * w[k] for k in range(n)])
+        gm = hy.sum([g[k] * m[k] for k in range(n)])
+        q = (mw - s * gm) / (c * r2)  # (m . gammadot) / r2
+        v = [(w[k] - s * g[k]) / c for k in range(n)]
+        mdot = [-q * g[k] for k in range(n)]
+        return list(zip(g + m, v + mdot, strict=True))
+    if inertia != "physical":
+        raise ValueError(f"inertia must be 'seed' or 'physical', got {inertia!r}")
+    # K w = (r2 J + c) w - gamma (J gamma . w) on gamma^perp: w = D^-1 (m + beta gamma)
+    d = [1.0 / (r2 * a[k] + c) for k in range(n)]
+    gd = [g[k] * d[k] for k in range(n)]
+    md = [m[k] * d[k] for k in range(n)]
+    beta = -hy.sum([g[k] * md[k] for k in range(n)]) / hy.sum([g[k] * gd[k] for k in range(n)])
+    v = [md[k] + beta * gd[k] for k in range(n)]
+    mv = hy.sum([m[k] * v[k] for k in range(n)])
+    return list(zip(g + m, [r2 * v[k] for k in range(n)] + [-mv * g[k] for k in range(n)],
+                    strict=True))  # fmt: skip
 
 
 @dataclass

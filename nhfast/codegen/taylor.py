@@ -40,6 +40,7 @@ __all__ = [
     "cost_order",
     "generate_taylor_c",
     "taylor_digest",
+    "taylor_size",
     "unroll_pays",
     "unrolled_terms",
 ]
@@ -148,6 +149,9 @@ class _Builder:
         self.param_vectors: dict[sp.Symbol, int] = {}  # vector parameter handle -> first row
         self.views: dict[sp.Symbol, tuple[sp.Symbol, int]] = {}  # component -> (handle, k)
         self.memo: dict[tuple[sp.Expr, bool], _Val] = {}
+        #: unordered pairs of non-constant factors -> how many products of the program have
+        #: both (see :func:`_pair_counts`)
+        self.pairs: dict[tuple[sp.Expr, sp.Expr], int] = {}
 
     # ---------------------------------------------------------------- classifying ----
     def _const_symbol(self, s: sp.Symbol) -> bool:
@@ -321,6 +325,9 @@ class _Builder:
                 c = sp.Integer(1)
                 q = self._op("nht_div", a.vector or d.vector, a, 1, d)
             return self._times_const(c, q, vec)
+        expanded = _factors(num)
+        if len(expanded) > 2:
+            return self._times_const(c, self._shared_product(expanded, vec), vec)
         vals = sorted((self.value(f, vec) for f in num), key=lambda v: v.name + str(v.comp))
         acc = vals[0]
         for v in vals[1:]:
@@ -329,6 +336,45 @@ class _Builder:
             else:
                 acc = self._op("nht_mul", acc.vector or v.vector, acc, v)
         return self._times_const(c, acc, vec)
+
+    def _shared_product(self, factors: list[sp.Expr], vec: bool) -> _Val:
+        """A product of three or more factors, paired so that products are shared: first a
+        pair whose product the tape already has, else the pair met in most products of the
+        program (:attr:`pairs`), else the first two in a fixed order."""
+        items: list[tuple[sp.Expr | None, _Val]] = [
+            (f, self.value(f, vec)) for f in sorted(factors, key=sp.default_sort_key)
+        ]
+
+        def ordered(a: _Val, b: _Val) -> tuple[_Val, _Val]:
+            return (a, b) if a.name + str(a.comp) <= b.name + str(b.comp) else (b, a)
+
+        def mul(a: _Val, b: _Val) -> _Val:
+            if a == b:
+                return self._op("nht_sqr", a.vector, a)
+            x, y = ordered(a, b)
+            return self._op("nht_mul", x.vector or y.vector, x, y)
+
+        def known(a: _Val, b: _Val) -> bool:
+            if a == b:
+                return ("nht_sqr", a.vector, "", a) in self.t.memo
+            x, y = ordered(a, b)
+            return ("nht_mul", x.vector or y.vector, "", x, y) in self.t.memo
+
+        while len(items) > 1:
+            best, score = (0, 1), (-1, -1)
+            for i in range(len(items)):
+                for j in range(i + 1, len(items)):
+                    (fi, vi), (fj, vj) = items[i], items[j]
+                    count = 0
+                    if fi is not None and fj is not None:
+                        count = self.pairs.get(_pair_key(fi, fj), 0)
+                    sc = (int(known(vi, vj)), count)
+                    if sc > score:
+                        best, score = (i, j), sc
+            i, j = best
+            prod = mul(items[i][1], items[j][1])
+            items = [it for k, it in enumerate(items) if k not in (i, j)] + [(None, prod)]
+        return items[0][1]
 
     def _times_const(self, c: sp.Expr, v: _Val, vec: bool) -> _Val:
         if c == 1:
@@ -469,6 +515,51 @@ class _Builder:
 
 
 # ---------------------------------------------------------------------- front ends ----
+def _pair_key(a: sp.Expr, b: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    return (a, b) if sp.default_sort_key(a) <= sp.default_sort_key(b) else (b, a)
+
+
+def _factors(num: list[sp.Expr]) -> list[sp.Expr]:
+    """The factors of a product, squares written out when there is more than one factor
+    (``m**2 x`` is ``m, m, x``, so that ``m x`` can be shared; a cube stays one factor, its
+    fused operation)."""
+    if len(num) < 2:
+        return list(num)
+    out: list[sp.Expr] = []
+    for f in num:
+        if isinstance(f, sp.Pow) and f.exp == 2:
+            out += [f.base, f.base]
+        else:
+            out.append(f)
+    return out
+
+
+def _pair_counts(b: _Builder, exprs: Sequence[sp.Expr]) -> dict[tuple[sp.Expr, sp.Expr], int]:
+    """How many products of ``exprs`` have each pair of non-constant factors."""
+    counts: dict[tuple[sp.Expr, sp.Expr], int] = {}
+    for e in exprs:
+        for sub in sp.preorder_traversal(sp.sympify(e)):
+            if not isinstance(sub, sp.Mul):
+                continue
+            fs = _factors(
+                [
+                    f
+                    for f in sub.args
+                    if not b.is_const(f)
+                    and not (isinstance(f, sp.Pow) and f.exp.is_number and f.exp.is_negative)
+                ]
+            )
+            if len(fs) < 2:
+                continue
+            seen = set()
+            for i in range(len(fs)):
+                for j in range(i + 1, len(fs)):
+                    seen.add(_pair_key(fs[i], fs[j]))
+            for key in seen:
+                counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 def _time_var(b: _Builder, sym: sp.Symbol) -> None:
     """The time as a variable: t^[0] = t, t^[1] = 1, then 0."""
     tv = b.t.new_var(False)
@@ -635,6 +726,10 @@ def _program_tape(prog: IndexedProgram) -> tuple[_Tape, list[tuple[_Val, int]]]:
         _time_var(b, prog.time)
     blocks = prog.outputs["rhs"]
     need = prog.needed(blocks)
+    b.pairs = _pair_counts(
+        b,
+        [e for st in prog.statements if need & set(st.targets) for e in st.exprs] + list(blocks),
+    )
     for si, st in enumerate(prog.statements):
         if not need & set(st.targets):
             continue
@@ -843,6 +938,16 @@ def _tape_cost(tape: _Tape) -> tuple[int, float]:
 def _terms(conv: int, lin: float, order: int) -> float:
     """Terms per lane of ``order`` orders: a convolution at order k has about k + 1."""
     return conv * order * (order + 1) / 2 + lin * order
+
+
+def taylor_size(source: str) -> tuple[int, float]:
+    """The size of the Taylor kernel ``source`` per order and lane, as recorded in it:
+    ``(convolutions, other operations)``, each counted per component (``inf`` operations
+    for a kernel with linear solves; ``(0, inf)`` if the source does not say)."""
+    m = _COST.search(source)
+    if m is None:
+        return 0, math.inf
+    return int(m.group(1)), float(m.group(2))
 
 
 def unrolled_terms(source: str, order: int) -> float:

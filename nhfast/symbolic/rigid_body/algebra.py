@@ -196,6 +196,8 @@ class Scalars:
         key = canonical_scalar(node)
         if self.zero(key):
             return sp.Integer(0)
+        if key == ONE:  # sum_i 1
+            return DIM
         if key not in self.symbols:
             sym = sp.Symbol(f"rb_s{len(self.symbols)}", real=True)
             self.symbols[key] = sym
@@ -564,7 +566,7 @@ class Lowering:
     def scalar(self, expr: Any) -> sp.Expr:
         """``expr`` (in reduction symbols) with every reduction emitted; returns an expression
         in scalar handles."""
-        expr = sp.sympify(expr)
+        expr = sp.sympify(expr).xreplace({DIM: self.prog.n})
         rep = {}
         for sym in sorted(expr.free_symbols & set(self.scalars.nodes), key=str):
             if sym not in self.values:
