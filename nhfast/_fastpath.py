@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from nhfast import _core
+from nhfast import _background, _core
 from nhfast._cache import memo, peek
-from nhfast.codegen import cost_order
+from nhfast.codegen import cost_order, unroll_pays
 from nhfast.events import DomainWatch, domain_watch, event_kernel
 from nhfast.vectorfield import VectorField
 
@@ -90,6 +90,12 @@ class CallPlan:
                 self._taylor.clear()
             got = self._taylor[key] = taylor_kernel(self._owner(), order, rtol, atol, events)
         return got
+
+    def forget_kernels(self) -> None:
+        """Drop the Taylor kernels chosen so far and the prepared call (a faster kernel is
+        there now: the next call chooses again)."""
+        self._taylor = {}
+        self.prepared = None
 
     def domain_watch(self) -> DomainWatch | None:
         """The domain's conditions as terminal events, without the user's (see
@@ -181,6 +187,12 @@ def taylor_kernel(
     for the order ``p`` the run takes (with a pass unrolled for it where that pays; its
     ``nh_taylor`` takes any order).
 
+    Only the general kernel is ever compiled inside a call: a kernel unrolled for ``p`` that
+    neither this process nor the cache has is built in the background
+    (:mod:`nhfast._background`) while the run takes the general one, which gives the same
+    bits; when it is built, the system's :class:`CallPlan` forgets its choices of kernel (and
+    its prepared call), so the next call takes it.
+
     ``order_auto`` is the order of least work (:func:`nhfast.codegen.cost_order`), or 0 (the
     tolerance's order) with a given ``order`` or with events: they are found where their
     function changes sign between the ends of a step, and the longer steps of a higher order
@@ -189,9 +201,36 @@ def taylor_kernel(
     if compile_taylor is None:
         raise TypeError(f"method='taylor': {type(system).__name__} has no Taylor kernels")
     p = _core.taylor_order(order, rtol, atol)
-    auto = 0 if order or events else cost_order(compile_taylor().source, system.n_state, p)
-    cap, ctx = compile_taylor(auto or p).kernels["taylor"]
-    return cap, ctx, auto
+    general = compile_taylor()
+    auto = 0 if order or events else cost_order(general.source, system.n_state, p)
+    want = auto or p
+    ready_fn = getattr(system, "taylor_kernel_ready", None)
+    if general.source is None or not unroll_pays(general.source, want):
+        ready = general
+    elif ready_fn is None:
+        ready = compile_taylor(want)
+    else:
+        ready = ready_fn(want)
+        if ready is None:
+            ref = weakref.ref(system)
+
+            def job() -> None:
+                _build_unrolled(ref, want)
+
+            memo(system, ("taylor-build", want), lambda: _background.submit(object(), job) or True)
+            ready = peek(system, ("taylor", want)) or general  # built here if not in background
+    return (*ready.kernels["taylor"], auto)
+
+
+def _build_unrolled(ref: weakref.ref, order: int) -> None:
+    """Build the system's Taylor kernel unrolled for ``order``, then let its plan choose again."""
+    system = ref()
+    if system is None:
+        return
+    system.compile_taylor(order)
+    plan = peek(system, "call_plan")
+    if plan is not None and plan[0] is not None:
+        plan[0].forget_kernels()
 
 
 def call_plan(system: VectorField) -> CallPlan | None:

@@ -49,6 +49,7 @@ from nhfast.errors import BackendWarning, CacheWarning, CompilationError
 _LIB_EXT = ".dll" if sys.platform == "win32" else ".dylib" if sys.platform == "darwin" else ".so"
 _lock = threading.Lock()
 _loaded: dict[str, LoadedLibrary] = {}
+_building: dict[str, threading.Lock] = {}  # key -> the lock of its build in this process
 _warned_no_compiler = False
 _warned_roots: set[Path] = set()  # unusable cache directories already warned about
 _fallback_root: Path | None = None  # this process's private cache, made when first needed
@@ -428,8 +429,14 @@ def build(source: str, label: str | None = None) -> tuple[LoadedLibrary, bool]:
     with _lock:
         if key in _loaded:
             return _loaded[key], True
-        configured = cache_dir()
-        root = build_root()
+        key_lock = _building.setdefault(key, threading.Lock())
+    # one build per key at a time; other keys (a background build) go on meanwhile
+    with key_lock:
+        with _lock:
+            if key in _loaded:
+                return _loaded[key], True
+            configured = cache_dir()
+            root = build_root()
         if root != configured and _valid(configured / f"k{key[:40]}"):
             entry, hit = configured / f"k{key[:40]}", True  # a read-only cache still serves
         else:
@@ -438,10 +445,30 @@ def build(source: str, label: str | None = None) -> tuple[LoadedLibrary, bool]:
             loaded = _load(key, entry)
         except OSError:  # matches its checksum, yet no loadable library: build it again
             _quarantine(entry)
-            entry, hit = _build_or_fall_back(build_root(), key, source, command, label)
+            with _lock:
+                root = build_root()
+            entry, hit = _build_or_fall_back(root, key, source, command, label)
             loaded = _load(key, entry)
-        _loaded[key] = loaded
+        with _lock:
+            _loaded[key] = loaded
+            _building.pop(key, None)
         return loaded, hit
+
+
+def loaded_library(source: str) -> LoadedLibrary | None:
+    """The library of ``source`` if this process has it or the cache holds it compiled (loaded
+    now), else None; never compiles."""
+    key, _ = cache_key(source)
+    with _lock:
+        if key in _loaded:
+            return _loaded[key]
+    entry = cache_dir() / f"k{key[:40]}"
+    if not _valid(entry):
+        return None
+    try:
+        return build(source)[0]
+    except (OSError, CompilationError):
+        return None
 
 
 def _build_or_fall_back(root: Path, key: str, source: str, command: list[str], label: str):

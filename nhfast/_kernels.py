@@ -628,7 +628,9 @@ def load_compiled(
     return cs
 
 
-def compile_taylor(code: Code, name: str = "system", order: int | None = None) -> CompiledSystem:
+def compile_taylor(
+    code: Code, name: str = "system", order: int | None = None, cached_only: bool = False
+) -> CompiledSystem | None:
     """Generate, compile (or fetch from the cache) and load the Taylor kernel of ``code``.
 
     The kernel (``nh_taylor``, see :func:`nhfast.codegen.generate_taylor_c`) gives the
@@ -646,6 +648,8 @@ def compile_taylor(code: Code, name: str = "system", order: int | None = None) -
     order : int, optional
         Also a pass unrolled for this order (faster there for a small right-hand side; see
         :func:`nhfast.codegen.unroll_pays`); any other order runs the general pass.
+    cached_only : bool
+        Only what the kernel cache holds: None instead of generating or compiling.
 
     Returns
     -------
@@ -677,6 +681,8 @@ def compile_taylor(code: Code, name: str = "system", order: int | None = None) -
     key = h.hexdigest()
     source = _jit.cached_source(key)
     generated = source is None
+    if cached_only and (source is None or _jit.loaded_library(source) is None):
+        return None
     if source is None:
         with _progress.stage(f"generating the Taylor kernel of {name!r}"):
             source = generate_taylor_c(code, provenance={"system": name}, order=order)

@@ -7,11 +7,14 @@ not silent, and its duration when it ends, on the same line.
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from nhfast._background import in_background
 
 __all__ = ["THRESHOLD", "stage"]
 
@@ -36,7 +39,7 @@ def stage(label: str) -> Iterator[None]:
     label : str
         What the stage does, e.g. ``"generating C for 'sleigh' (CSE, 5 expressions)"``.
     """
-    threshold = THRESHOLD
+    threshold = math.inf if in_background() else THRESHOLD  # a background build is silent
     start = time.perf_counter()
     lock = threading.Lock()
     state = {"shown": False, "done": False}

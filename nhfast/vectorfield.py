@@ -15,7 +15,7 @@ import sympy as sp
 from sympy.core.function import AppliedUndef
 
 from nhfast._abi import HAS
-from nhfast._cache import memo
+from nhfast._cache import memo, peek
 from nhfast._kernels import (
     CompiledSystem,
     InputCheck,
@@ -738,6 +738,18 @@ class VectorField:
             ("taylor", order),
             lambda: compile_taylor(self._taylor_code(), self.name, order=order),
         )
+
+    def taylor_kernel_ready(self, order: int) -> CompiledSystem | None:
+        """The Taylor kernel unrolled for ``order`` if this process or the kernel cache has it
+        (loaded now), else None: never generates or compiles (see
+        :func:`nhfast._fastpath.taylor_kernel`)."""
+        got = peek(self, ("taylor", order))
+        if got is not None:
+            return got
+        found = compile_taylor(self._taylor_code(), self.name, order=order, cached_only=True)
+        if found is None:
+            return None
+        return memo(self, ("taylor", order), lambda: found)
 
     def _taylor_code(self) -> KernelSet | IndexedProgram:
         """What the Taylor kernel expands: the right-hand side and its solves."""

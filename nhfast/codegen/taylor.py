@@ -322,8 +322,9 @@ class _Builder:
                 q = self._op("nht_div", a.vector or d.vector, a, 0, d)
             else:
                 a = self.value(c, vec)
+                flag = 2 if c == 1 else 1  # 2: a reciprocal (see nht_div)
                 c = sp.Integer(1)
-                q = self._op("nht_div", a.vector or d.vector, a, 1, d)
+                q = self._op("nht_div", a.vector or d.vector, a, flag, d)
             return self._times_const(c, q, vec)
         expanded = _factors(num)
         if len(expanded) > 2:
@@ -396,13 +397,13 @@ class _Builder:
                 return self.const(sp.Integer(1), vec)
             if m < 0:
                 one = self.const(sp.Integer(1), False)
-                return self._op("nht_div", a.vector, one, 1, self._int_pow(a, -m))
+                return self._op("nht_div", a.vector, one, 2, self._int_pow(a, -m))
             return self._int_pow(a, m)
         if ex == sp.Rational(1, 2):
             return self._op("nht_sqrt", a.vector, a)
         if ex == sp.Rational(-1, 2):
             one = self.const(sp.Integer(1), False)
-            return self._op("nht_div", a.vector, one, 1, self._op("nht_sqrt", a.vector, a))
+            return self._op("nht_div", a.vector, one, 2, self._op("nht_sqrt", a.vector, a))
         return self._op("nht_pow", a.vector, a, repr(float(ex)))
 
     def _int_pow(self, a: _Val, m: int) -> _Val:

@@ -120,9 +120,10 @@ def test_generate_rejects_a_bad_order(order):
 
 
 def test_integrate_compiles_the_order_it_runs_at():
-    """integrate at a tolerance builds (once) the kernel unrolled for the order it runs at:
-    the cost model's (above the tolerance's p0 for this small right-hand side), p0 with
-    events."""
+    """integrate at a tolerance builds (once, in the background: see the next test) the
+    kernel unrolled for the order it runs at: the cost model's (above the tolerance's p0 for
+    this small right-hand side), p0 with events."""
+    from nhfast import _background
     from nhfast._cache import peek
 
     field = henon_heiles("hh integrate order")
@@ -133,14 +134,64 @@ def test_integrate_compiles_the_order_it_runs_at():
         assert p0 < p <= 2 * p0
         assert peek(field, ("taylor", p)) is None
         res = nh.integrate(field, x0, [0.0, 1.0], method="taylor", rtol=tol, atol=tol)
+        assert _background.wait(60)
         assert res.success and peek(field, ("taylor", p)) is not None
         assert peek(field, ("taylor", p0)) is None
         x = field.states[0]
         res = nh.integrate(field, x0, [0.0, 1.0], method="taylor", rtol=tol, atol=tol,
                            events=[(x - 5.0, 0, False)])  # fmt: skip
+        assert _background.wait(60)
         assert res.success and peek(field, ("taylor", p0)) is not None
     nh.integrate(field, x0, [0.0, 1.0], method="taylor", order=11, h=0.1)
+    assert _background.wait(60)
     assert peek(field, ("taylor", 11)) is not None
+
+
+def test_no_compiler_inside_a_loop_over_tolerances(monkeypatch):
+    """After the first call (which compiles the general kernel), calls at new tolerances
+    compile nothing themselves: the kernel unrolled for a new order is built in the
+    background, and the calls' states are bit for bit those of the unrolled kernel (the same
+    operations) before and after it is there. With NHFAST_BACKGROUND_BUILDS=0 the call builds
+    it itself."""
+    import threading
+
+    from nhfast import _background, _jit
+    from nhfast._cache import peek
+
+    compiled_in: list[str] = []
+    original = _jit._compile_into
+
+    def spy(*args, **kwargs):
+        compiled_in.append(threading.current_thread().name)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_jit, "_compile_into", spy)
+    field = henon_heiles("hh loop over tolerances")
+    x0 = states(5, seed=3)
+    first = nh.integrate(field, x0, [0.0, 2.0], method="taylor", rtol=1e-6, atol=1e-6)
+    assert compiled_in and compiled_in[0] == threading.current_thread().name
+    compiled_in.clear()
+    runs = {}
+    for tol in (1e-9, 1e-12, 1e-9):
+        runs.setdefault(tol, []).append(
+            nh.integrate(field, x0, [0.0, 2.0], method="taylor", rtol=tol, atol=tol).y
+        )
+    assert threading.current_thread().name not in compiled_in  # only background builds
+    assert _background.wait(60)
+    source = field.compile_taylor().source
+    for tol, p0 in [(1e-9, 12), (1e-12, 15)]:
+        assert peek(field, ("taylor", cost_order(source, 4, p0))) is not None
+        again = nh.integrate(field, x0, [0.0, 2.0], method="taylor", rtol=tol, atol=tol).y
+        for y in runs[tol]:
+            assert np.array_equal(y, again)
+    assert first.success
+    monkeypatch.setenv("NHFAST_BACKGROUND_BUILDS", "0")
+    compiled_in.clear()
+    field2 = henon_heiles("hh loop, builds in the call")
+    nh.integrate(field2, x0, [0.0, 2.0], method="taylor", rtol=1e-8, atol=1e-8)
+    p = cost_order(field2.compile_taylor().source, 4, 11)
+    assert peek(field2, ("taylor", p)) is not None
+    assert set(compiled_in) == {threading.current_thread().name}
 
 
 def test_cost_order_against_its_model():

@@ -163,7 +163,9 @@ NHT_SMALL void NHT(nht_div1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a, in
     const NHT(nht_in) oi = {o, ojs, 1};
     const NHT_T s = a_const ? (k == 0 ? a.p[0] : NHT_ZERO) : NHT_ROW(a, k, 0)[0];
     const NHT_T b0 = NHT_ROW(b, 0, 0)[0];
-    o[k * ojs] = k == 0 ? s / b0 : (s - NHT(nht_dot2)(b, oi, k, 1, k, 0)) * (1.0 / b0);
+    /* a_const == 2: a = 1, so o^[0] = 1 / b^[0] (the same bits) serves every order */
+    const NHT_T r = a_const == 2 && k > 0 ? o[0] : 1.0 / b0;
+    o[k * ojs] = k == 0 ? s / b0 : (s - NHT(nht_dot2)(b, oi, k, 1, k, 0)) * r;
 }
 
 /* Products, squares and quotients of vector values: the components go in blocks (of 16, 8,
@@ -360,11 +362,14 @@ NHT_SMALL void NHT(nht_div_blk)(int64_t k, int64_t i0, int W, NHT_T *o, int64_t 
     NHT_UNROLL for (int64_t j = 1; j <= k; ++j)
         for (int c = 0; c < W; ++c) acc[c] -= NHT_A1(b, j, i0 + c) * o[(k - j) * ojs + i0 + c];
     for (int c = 0; c < W; ++c)
-        o[k * ojs + i0 + c] = k == 0 ? acc[c] / NHT_A1(b, 0, i0 + c)
-                                     : acc[c] * (1.0 / NHT_A1(b, 0, i0 + c));
+        o[k * ojs + i0 + c] = k == 0         ? acc[c] / NHT_A1(b, 0, i0 + c)
+                              : a_const == 2 ? acc[c] * o[i0 + c]
+                                             : acc[c] * (1.0 / NHT_A1(b, 0, i0 + c));
 }
 
-/* o = a / b: o^[k] = (a^[k] - sum_{j=1..k} b^[j] o^[k-j]) / b^[0]; a_const: a is a constant. */
+/* o = a / b: o^[k] = (a^[k] - sum_{j=1..k} b^[j] o^[k-j]) / b^[0]; a_const: a is a constant;
+ * a_const == 2: a is 1, and o^[0] = 1 / b^[0] (the same bits) stands for the division at the
+ * higher orders (one division per component and step, not per order). */
 NHT_SMALL void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                 int a_const, NHT(nht_in) b) {
     if (nc == 1) {

@@ -51,7 +51,13 @@ from nhfast.symbolic.rigid_body.algebra import (
     substitute_scalar,
 )
 from nhfast.symbolic.rigid_body.calculus import Calculus
-from nhfast.symbolic.rigid_body.solve import RECIPROCAL, Velocity, bordered_solve, kept_terms
+from nhfast.symbolic.rigid_body.solve import (
+    RECIPROCAL,
+    Velocity,
+    bordered_solve,
+    kept_terms,
+    scales,
+)
 
 __all__ = [
     "Param",
@@ -344,7 +350,16 @@ class RigidBody:
             if d.dense:
                 raise ValueError("the reduced metric needs a dense solve: no closed form")
             invertible = {p.name for p in self.params if p.kind in ("diagonal", "vector")}
-            self._velocity = bordered_solve(d.b, d.diag, d.rank, d.scalars, invertible)
+            best = None
+            for scale in scales(d.diag):
+                sol = bordered_solve(d.b, d.diag, d.rank, d.scalars, invertible, scale)
+                fields = [substitute(f, "v", sol.w, d.scalars) for f in (d.gamma_dot, d.m_dot)]
+                cost = _field_cost(fields)
+                if best is None or cost < best[0]:
+                    best = (cost, sol)
+                if sol.reciprocal is None:  # a closed-form reciprocal: no scale to choose
+                    break
+            self._velocity = best[1]
         return self._velocity
 
     def _potential(self, scalars: Scalars) -> tuple[sp.Expr, VecPoly]:
@@ -498,6 +513,19 @@ def _classify(
                 rank[z] = rank.get(z, VecPoly()) + VecPoly.of(node, c)
     rank_list = [(u, z) for z, u in sorted(rank.items()) if u.terms]
     return diag, rank_list, dense
+
+
+def _field_cost(fields: list[VecPoly]) -> tuple[int, int]:
+    """(element-wise products, per-lane coefficients) of evaluating the vectors: the work
+    of their Taylor series per order and component, which the solve's scale trades."""
+    products = coefs = 0
+    for f in fields:
+        for node, coef in f.terms.items():
+            size = len(node.group) + len(node.kids)
+            plain = sp.sympify(coef).is_number
+            products += max(size - 1, 0) + (0 if plain else 1)
+            coefs += 0 if plain else 1
+    return products, coefs
 
 
 def _divergence(d: Derivation, sol: Velocity, gamma_dot: VecPoly, m_dot: VecPoly) -> Any:

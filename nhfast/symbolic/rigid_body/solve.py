@@ -31,7 +31,7 @@ import sympy as sp
 
 from nhfast.symbolic.rigid_body.algebra import DIM, Node, Scalars, VecPoly, inverse, leaf
 
-__all__ = ["RECIPROCAL", "Velocity", "bordered_solve", "kept_terms"]
+__all__ = ["RECIPROCAL", "Velocity", "bordered_solve", "kept_terms", "scales"]
 
 #: The name of the per-lane vector ``1 / D`` when ``D`` is not a scalar times parameters.
 RECIPROCAL = "rb_iD"
@@ -81,12 +81,24 @@ def kept_terms(b: str, rank: list[tuple[VecPoly, Node]]) -> list[tuple[VecPoly, 
     return kept
 
 
+def scales(diag: VecPoly) -> list[sp.Expr]:
+    """Candidates for the ``scale`` of :func:`bordered_solve`: 1 and the coefficients of
+    ``D``."""
+    out = [sp.Integer(1)]
+    for c in diag.terms.values():
+        c = sp.sympify(c)
+        if c not in out and c != 0:
+            out.append(c)
+    return out
+
+
 def bordered_solve(
     b: str,
     diag: VecPoly,
     rank: list[tuple[VecPoly, Node]],
     scalars: Scalars,
     invertible: AbstractSet[str],
+    scale: sp.Expr | int = 1,
 ) -> Velocity:
     """Solve ``K_b w = P_b m``, ``b . w = 0`` (see the module docstring).
 
@@ -102,6 +114,10 @@ def bordered_solve(
         The derivation's registry of dot products.
     invertible : set of str
         Parameter vectors that may be inverted element-wise.
+    scale : sympy.Expr
+        Where ``D`` is not a scalar times parameters: the per-lane reciprocal is that of
+        ``D / scale`` (a scalar of ``D`` taken out, e.g. so that ``|b|^2 D^{-1}`` in the
+        field is one reciprocal, without a product).
 
     Raises
     ------
@@ -123,14 +139,16 @@ def bordered_solve(
         log_sum = VecPoly.of(p0)
         reciprocal = None
     else:
+        # D = scale * D~, 1/D~ the per-lane vector: the scale goes into the coefficients
         rec = leaf(RECIPROCAL)
+        scale = sp.sympify(scale)
 
         def dinv(y: VecPoly) -> VecPoly:
-            return y.times(rec)
+            return y.times(rec).scaled(1 / scale)
 
-        log_det = sp.Integer(0)
-        log_sum = diag
-        reciprocal = diag
+        log_det = DIM * sp.log(sp.Abs(scale))
+        reciprocal = VecPoly({k: _simplified(c / scale) for k, c in diag.terms.items()})
+        log_sum = reciprocal
     kept = kept_terms(b, rank)
     size = len(kept) + 1
     mat = sp.zeros(size, size)
