@@ -67,6 +67,25 @@ def rhs_numpy(x: np.ndarray, a: np.ndarray) -> np.ndarray:
     return np.concatenate([v, mdot], axis=-1)
 
 
+def rhs_numpy_physical(x: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Right-hand side of the physical inertia ``I(Om) = J Om + Om J`` on rows ``x[..., 2n]``
+    (NumPy, ``O(n)`` per row): with ``D = |gamma|^2 j + (J gamma, gamma)``,
+    ``v = D^{-1} (m + beta gamma)``, ``beta`` from ``gamma . v = 0``; ``gammadot =
+    |gamma|^2 v``, ``mdot = -(m . v) gamma``."""
+    x = np.asarray(x, dtype=float)
+    n = j.shape[0]
+    if x.shape[-1] != 2 * n:
+        raise ValueError(f"x must have shape (..., {2 * n}), got {x.shape}")
+    g, m = x[..., :n], x[..., n:]
+    r2 = np.sum(g * g, axis=-1, keepdims=True)
+    iD = 1.0 / (r2 * j + np.sum(j * g * g, axis=-1, keepdims=True))
+    gd, md = g * iD, m * iD
+    beta = -np.sum(g * md, axis=-1, keepdims=True) / np.sum(g * gd, axis=-1, keepdims=True)
+    v = md + beta * gd
+    mdot = -np.sum(m * v, axis=-1, keepdims=True) * g
+    return np.concatenate([r2 * v, mdot], axis=-1)
+
+
 def energy(x: np.ndarray, a: np.ndarray) -> np.ndarray:
     """``H = (A^{-1} m, m) / (2 c)`` on rows ``x[..., 2n]``."""
     n = a.shape[0]
