@@ -39,8 +39,10 @@ void nh_ev_free(nh_ev_work *w) {
     memset(w, 0, sizeof *w);
 }
 
-/* Bracket [a, bb] in theta, Illinois steps with a bisection every third iteration, until the
- * bracket is a few ulps of t wide; the root is the end past the crossing. */
+/* Bracket [a, bb] in theta, Illinois steps with a bisection every third iteration (only
+ * bisection next to a NaN end), until the bracket is a few ulps of t wide; the root is the end
+ * past the crossing. NaN counts as below zero (nh_ev_below): the edge of a NaN stretch is
+ * located like a root. */
 int nh_ev_locate(nh_block *b, const nh_events *ev, nh_dense_fn dense, const void *dctx,
                  const double *hu, const double *told, const double *xn, nh_ev_work *w) {
     const int64_t n = b->n, nl = b->nl, nev = ev->nev;
@@ -66,7 +68,9 @@ int nh_ev_locate(nh_block *b, const nh_events *ev, nh_dense_fn dense, const void
                 if (!w->srch[l]) continue;
                 const double a = w->a[l], c = w->bb[l];
                 double th = 0.5 * (a + c);
-                if (it % 3 != 2 && w->fb[l] != w->fa[l]) {
+                /* a secant step needs two finite ends (NaN: bisection to the NaN edge) */
+                if (it % 3 != 2 && w->fb[l] != w->fa[l] && isfinite(w->fa[l]) &&
+                    isfinite(w->fb[l])) {
                     const double s = (a * w->fb[l] - c * w->fa[l]) / (w->fb[l] - w->fa[l]);
                     if (s > a && s < c) th = s;
                 }
@@ -79,9 +83,9 @@ int nh_ev_locate(nh_block *b, const nh_events *ev, nh_dense_fn dense, const void
             for (int64_t l = 0; l < nl; ++l) {
                 if (!w->srch[l]) continue;
                 const double f = w->gt[j * nl + l], th = w->th[l];
-                if (f == 0.0 || !isfinite(f)) {
+                if (f == 0.0 || isinf(f)) {
                     w->a[l] = w->bb[l] = th;
-                } else if ((f < 0.0) == (w->fa[l] < 0.0)) {
+                } else if (nh_ev_below(f) == nh_ev_below(w->fa[l])) {
                     w->a[l] = th;
                     w->fa[l] = f;
                     if (w->side[l] == -1) w->fb[l] *= 0.5;

@@ -421,9 +421,14 @@ typedef struct {
 int nh_ev_alloc(nh_ev_work *w, const nh_events *ev, int64_t n, int64_t nl);
 void nh_ev_free(nh_ev_work *w);
 
+/* An event function's value counts as below zero when it is negative or NaN: a condition
+ * that turns NaN has failed (a domain's), and a function that turns NaN has crossed, at the
+ * edge of its NaN stretch (which the search locates like a root). */
+static inline int nh_ev_below(double g) { return g < 0.0 || g != g; }
+
 /* Whether g crosses zero from g0 to g1 in direction d (+1 rising, -1 falling, 0 either). */
 static inline int nh_ev_crossing(double g0, double g1, int32_t d) {
-    const int up = g0 < 0.0 && g1 >= 0.0, down = g0 > 0.0 && g1 <= 0.0;
+    const int up = nh_ev_below(g0) && g1 >= 0.0, down = g0 > 0.0 && (g1 <= 0.0 || g1 != g1);
     return d > 0 ? up : d < 0 ? down : (up || down);
 }
 

@@ -65,3 +65,18 @@ class HolonomicConstraintsWarning(UserWarning):
 
 class UsageError(ValueError):
     """An argument of an experiment does not fit the example (the command exits with 2)."""
+
+
+class ToleranceWarning(UserWarning):
+    """A tolerance below what double precision can deliver was raised to the smallest one
+    that means something."""
+
+
+class InsufficientMemoryError(MemoryError):
+    """An allocation that the arguments ask for exceeds the memory available (estimated
+    before allocating: the message gives both sizes)."""
+
+
+class DamagedStoreError(ValueError):
+    """A chunk of an ensemble store does not match its checksum (deleted, truncated or
+    overwritten): the message names the store, the array and the trajectories."""

@@ -20,10 +20,11 @@ import sympy as sp
 from nhfast import _abi, _core
 from nhfast._cache import memo
 from nhfast._kernels import compile_kernels, load_compiled
+from nhfast._memory import check as check_memory
 from nhfast.codegen.ckernels import KernelSet
 from nhfast.codegen.numpy_backend import numpy_rows
 from nhfast.errors import CompilationError
-from nhfast.vectorfield import VectorField
+from nhfast.vectorfield import VectorField, check_printable, checked_exprs
 
 __all__ = [
     "BOUNDARY_RTOL",
@@ -65,7 +66,18 @@ class EventRecord:
 
     @classmethod
     def empty(cls, ntraj: int, width: int, n: int) -> EventRecord:
-        """A record with room for ``width`` events per trajectory, none found yet."""
+        """A record with room for ``width`` events per trajectory, none found yet.
+
+        Raises
+        ------
+        nhfast.errors.InsufficientMemoryError
+            If the record would not fit in the memory available.
+        """
+        check_memory(
+            float(ntraj) * width * (8.0 * n + 12.0),
+            f"the event record ({ntraj} trajectories x {width} events x {n} states)",
+            "lower max_events (events past it are counted, not stored)",
+        )
         t = np.empty((ntraj, width))
         t.fill(np.nan)
         which = np.empty((ntraj, width), dtype=np.int32)
@@ -117,6 +129,8 @@ def event_spec(system: VectorField, events: Any, dense: bool) -> EventSpec:
             raise ValueError(
                 f"events[{k}]: the expression must use only states, parameters and time: {expr}"
             )
+        (expr,) = checked_exprs([expr], "events", [f"events[{k}]"])  # finite, real
+        check_printable([expr], f"events[{k}]")
         if direction not in (-1, 0, 1) or isinstance(direction, bool):
             raise ValueError(f"events[{k}]: direction must be -1, 0 or +1, got {direction!r}")
         if not isinstance(terminal, (bool, np.bool_)):
@@ -194,6 +208,7 @@ def domain_exits(
     t_final: float,
     t_reached: np.ndarray,
     user: EventSpec | None,
+    par: np.ndarray | None = None,
 ) -> tuple[EventRecord | None, str]:
     """Mark the lanes a domain event stopped (status ``left_domain``, in place) and strip the
     internal records.
@@ -228,7 +243,13 @@ def domain_exits(
         parts = []
         for i, j in zip(hit[:5].tolist(), cond[:5].tolist(), strict=True):
             what = f"domain[{labels[j]!r}] ({exprs[j]} > 0)" if j >= 0 else "a domain condition"
-            parts.append(f"#{i}: {what} reached 0 at t = {t_reached[i]:.6g}")
+            how = "reached 0"
+            if j >= 0 and par is not None:  # at the recorded state: 0 to round-off, or NaN
+                row = par[min(i, par.shape[0] - 1)][None, :]
+                state = record.y[i, np.minimum(cnt[i], cap) - 1][None, :]
+                if np.isnan(system.domain_values(state, row)[0, j]):
+                    how = "turned NaN"
+            parts.append(f"#{i}: {what} {how} at t = {t_reached[i]:.6g}")
         more = f" and {hit.size - 5} more" if hit.size > 5 else ""
         note = f". {system.name!r} left its domain: " + "; ".join(parts) + more
     if user is None:

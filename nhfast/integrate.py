@@ -18,6 +18,7 @@ from nhfast._cache import memo, peek
 from nhfast._fastpath import NO_PARAMS as _NO_PARAMS
 from nhfast._fastpath import CallPlan, call_plan, taylor_kernel
 from nhfast._kernels import InputChecks
+from nhfast._memory import check as check_memory
 from nhfast._validate import (
     output_times,
     params_rows,
@@ -25,7 +26,7 @@ from nhfast._validate import (
     positive_ints,
     state_rows,
 )
-from nhfast.errors import IntegrationError, IntegrationWarning
+from nhfast.errors import IntegrationError, IntegrationWarning, ToleranceWarning
 from nhfast.events import (
     DomainWatch,
     EventRecord,
@@ -429,6 +430,8 @@ def integrate(
     rtol_in, atol_in, tol_in = rtol, atol, tol
     rtol = _positive(rtol, "rtol")
     atol = _positive(atol, "atol")
+    if method in ADAPTIVE and (rtol < TOL_FLOOR or (method == "taylor" and atol < TOL_FLOOR)):
+        rtol, atol = _floor_tolerances(method, rtol, atol)
     tol = _positive(tol, "tol")
     # the integers first: the step count of a fixed-step method is compared with max_steps
     if not _plain_ints(threads, max_steps, max_iter, block):
@@ -497,6 +500,14 @@ def integrate(
             if plan is not None and ev_spec is None
             else domain_watch(system, ev_spec)
         )
+    n_obs = len(system.observables) if wanted else 0
+    check_memory(
+        float(ntraj) * t.size * (n + n_obs) * 8.0,
+        f"the output of {ntraj} trajectories x {t.size} output times x {n} states"
+        + (f" (+ {n_obs} observables)" if n_obs else ""),
+        "ask for fewer output times or trajectories per call (nhfast.integrate_ensemble "
+        "streams chunks to a store)",
+    )
     y = np.empty((ntraj, t.size, n))
     status = np.zeros(ntraj, dtype=np.int32)
     stats = np.zeros((ntraj, _core.NSTATS), dtype=np.int64)
@@ -541,7 +552,7 @@ def integrate(
         if ev_spec is None and not (record.count[0] if ntraj == 1 else record.count.any()):
             record = None  # the domain alone was watched and no lane met its boundary
         else:
-            record, note = domain_exits(system, dom, record, status, t[-1], t_reached, ev_spec)
+            record, note = domain_exits(system, dom, record, status, t[-1], t_reached, ev_spec, par)
     failed = status[0] if ntraj == 1 else np.count_nonzero(status)
     if watched and failed:
         if x_end is not None:
@@ -705,7 +716,7 @@ def _finish_prepared(
     if record is not None and outside:  # the domain's events stopped trajectories
         rec = EventRecord(*record)
         watch = call_plan(system).domain_watch()
-        _, note = domain_exits(system, watch, rec, status, res.t[-1], t_reached, None)
+        _, note = domain_exits(system, watch, rec, status, res.t[-1], t_reached, None, par)
     failed = np.count_nonzero(status)  # with the lanes the domain's events stopped
     if x_end is not None and failed:
         x = x0.reshape(-1, system.n_state)
@@ -740,6 +751,28 @@ def _domain_hint(status: np.ndarray, method: str) -> str:
         ". The system has a domain: a trajectory that leaves it may fail this way; with "
         f"{how} (and watch_domain=True) it stops at the boundary with status 'left_domain'"
     )
+
+
+#: The smallest relative tolerance an adaptive method is given (4 ulp of 1): below it the
+#: error of a step is round-off, which no step size controls (a run asked for 1e-30 ends less
+#: accurate than at 1e-15, after many more steps).
+TOL_FLOOR = 4 * 2.220446049250313e-16
+
+
+def _floor_tolerances(method: str, rtol: float, atol: float) -> tuple[float, float]:
+    """``rtol`` (and for Taylor, whose order ``atol`` sets too, ``atol``) raised to
+    :data:`TOL_FLOOR`, with a :class:`~nhfast.errors.ToleranceWarning` naming them."""
+    said = [f"rtol={rtol:g}"] if rtol < TOL_FLOOR else []
+    if method == "taylor" and atol < TOL_FLOOR:
+        said.append(f"atol={atol:g}")
+    warnings.warn(
+        f"{' and '.join(said)} {'is' if len(said) == 1 else 'are'} below what double precision "
+        f"can deliver with method={method!r}; using {TOL_FLOOR:.3g} (a step's error cannot be "
+        "controlled below round-off)",
+        ToleranceWarning,
+        stacklevel=3,
+    )
+    return max(rtol, TOL_FLOOR), (max(atol, TOL_FLOOR) if method == "taylor" else atol)
 
 
 def _taylor_order(order: Any, method: str) -> int:

@@ -31,6 +31,7 @@ from nhfast.codegen import (
     KernelSet,
     SolveSpec,
     kernel_set_digest,
+    unprintable,
     unroll_pays,
 )
 from nhfast.codegen.numpy_backend import numpy_rows
@@ -165,6 +166,23 @@ def _exprs(arg: Any, name: str, labels: Sequence[str] | None = None) -> list[sp.
     return items
 
 
+def checked_exprs(arg: Any, name: str, labels: Sequence[str] | None = None) -> list[sp.Expr]:
+    """``arg`` as SymPy scalar expressions, each finite and real (see ``VectorField``); the
+    errors name ``labels`` (default ``name[i]``)."""
+    return _exprs(arg, name, labels)
+
+
+def check_printable(exprs: Sequence[sp.Expr], label: str) -> None:
+    """Raise ValueError naming the functions of ``exprs`` the kernels' C cannot write (at
+    construction, not when a kernel is first compiled)."""
+    bad = unprintable(exprs)
+    if bad:
+        raise ValueError(
+            f"{label} uses functions that C99 has no equivalent of: {', '.join(bad)} (write "
+            "them with elementary functions, or as states of their own differential equation)"
+        )
+
+
 def _assumptions(s: sp.Symbol) -> str:
     given = getattr(s, "_assumptions_orig", None)
     if given is None:
@@ -293,6 +311,7 @@ class VectorField:
                     f"{label} uses undefined functions, which have no C equivalent and no "
                     f"NumPy value: {names} (write them as expressions of the states and params)"
                 )
+            check_printable(exprs, label)
         if self.split is not None and not (0 < int(self.split) < len(self.states)):
             raise ValueError(f"split must lie in 1..{len(self.states) - 1}, got {self.split}")
 
@@ -344,14 +363,7 @@ class VectorField:
         violates a ``domain`` condition."""
         if not self.domain:
             return
-        x = np.atleast_2d(np.asarray(x, dtype=float))
-        par = np.atleast_2d(np.asarray(params, dtype=float)) if self.n_params else x[:, :0]
-        f = memo(
-            self,
-            "domain",
-            lambda: numpy_rows([*self.states, *self.params], list(self.domain.values())),
-        )
-        vals = f(x, par)
+        vals = self.domain_values(x, params)
         for j, (label, expr) in enumerate(self.domain.items()):
             bad = np.flatnonzero(~(vals[:, j] > 0))
             if bad.size:
@@ -360,6 +372,18 @@ class VectorField:
                     f"condition {label!r} ({expr} > 0) fails at row {bad[0]} "
                     f"(value {vals[bad[0], j]:.3g})"
                 )
+
+    def domain_values(self, x: np.ndarray, params: np.ndarray) -> np.ndarray:
+        """The domain's conditions (``expr`` of ``expr > 0``) at the rows of ``x``, shape
+        ``(rows, len(domain))`` (NaN where an expression is not defined)."""
+        x = np.atleast_2d(np.asarray(x, dtype=float))
+        par = np.atleast_2d(np.asarray(params, dtype=float)) if self.n_params else x[:, :0]
+        f = memo(
+            self,
+            "domain",
+            lambda: numpy_rows([*self.states, *self.params], list(self.domain.values())),
+        )
+        return f(x, par)
 
     def check_inputs(self, x: np.ndarray, params: np.ndarray, name: str = "x0") -> None:
         """:meth:`check_params` and :meth:`check_domain` for states ``x`` and their params."""

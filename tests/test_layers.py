@@ -20,7 +20,7 @@ PACKAGE = Path(nhfast.__file__).resolve().parent
 LAYERS: list[tuple[int, tuple[str, ...]]] = [
     # the compiled core imports nothing of nhfast; _abi reads the ABI's constants from it
     (0, ("nhfast.errors", "nhfast._validate", "nhfast._cache", "nhfast._version", "nhfast._core")),
-    (0, ("nhfast._records", "nhfast._progress", "nhfast._background")),
+    (0, ("nhfast._records", "nhfast._progress", "nhfast._background", "nhfast._memory")),
     (1, ("nhfast._abi", "nhfast._jit")),
     (2, ("nhfast.codegen",)),
     (3, ("nhfast._kernels",)),

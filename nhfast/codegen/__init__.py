@@ -7,6 +7,7 @@ length-``n`` vectors, for large ``n``; :func:`generate_structured_c`). The kerne
 the generated sources include ships in ``nhfast/codegen/include``.
 """
 
+from nhfast.codegen._printer import unprintable
 from nhfast.codegen.ckernels import DerivSpec, KernelSet, SolveSpec, generate_c, kernel_set_digest
 from nhfast.codegen.indexed import IndexedProgram, Statement
 from nhfast.codegen.numpy_backend import (
@@ -38,5 +39,6 @@ __all__ = [
     "program_digest",
     "structured_numpy_kernels",
     "taylor_digest",
+    "unprintable",
     "unroll_pays",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from importlib import metadata
 
 import sympy as sp
@@ -18,6 +19,7 @@ from nhfast._abi import ABI_VERSION, FLAG_MACRO, SYMBOL
 
 __all__ = [
     "CPrinter",
+    "unprintable",
     "banner",
     "flags_expr",
     "info_table",
@@ -59,6 +61,28 @@ class CPrinter(C99CodePrinter):
         if exp == sp.Rational(-1, 2):
             return f"(1.0/sqrt({self._print(base)}))"
         return super()._print_Pow(expr)
+
+
+def unprintable(exprs: Iterable[sp.Expr]) -> list[str]:
+    """The functions of ``exprs`` that C99 (this printer) cannot write, e.g. ``besselj``:
+    looked up among the printer's known functions and print methods (nothing is printed)."""
+    printer = _probe_printer()
+    bad = set()
+    for e in exprs:
+        for f in sp.sympify(e).atoms(sp.Function):
+            name = type(f).__name__
+            if name in printer.known_functions:
+                continue
+            if any(hasattr(printer, f"_print_{c.__name__}") for c in type(f).__mro__[:-1]
+                   if c.__name__ not in ("Function", "Application", "Expr", "Basic")):  # fmt: skip
+                continue
+            bad.add(name)
+    return sorted(bad)
+
+
+@lru_cache(maxsize=1)
+def _probe_printer() -> CPrinter:
+    return CPrinter()
 
 
 def preamble(*headers: str) -> str:

@@ -11,9 +11,11 @@ solves, outputs; statements of the program), with ``numpy.linalg.solve`` for the
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import sympy as sp
+from sympy.printing.numpy import NumPyPrinter
 
 from nhfast.codegen.ckernels import KernelSet
 from nhfast.codegen.indexed import DENSE_KINDS, IndexedProgram
@@ -27,8 +29,34 @@ __all__ = [
 ]
 
 
+class _ShallowPrinter(NumPyPrinter):
+    """NumPy printer whose long sums and products nest in groups of :data:`_GROUP`, so that
+    Python's compiler (recursive over ``a + b + c ...``) takes ``n`` in the thousands."""
+
+    def _grouped(self, parts: list[str], op: str) -> str:
+        while len(parts) > 1:
+            parts = [f"({op.join(parts[i : i + _GROUP])})" for i in range(0, len(parts), _GROUP)]
+        return parts[0]
+
+    def _print_Add(self, expr: sp.Add, order: Any = None) -> str:
+        if len(expr.args) <= _GROUP:
+            return super()._print_Add(expr, order)
+        return self._grouped([self._print(a) for a in expr.args], " + ")
+
+    def _print_Mul(self, expr: sp.Mul) -> str:
+        if len(expr.args) <= _GROUP:
+            return super()._print_Mul(expr)
+        return self._grouped([f"({self._print(a)})" for a in expr.args], "*")
+
+
+#: Terms per group of :class:`_ShallowPrinter`.
+_GROUP = 32
+
+
 def _lambdify(args: list, exprs: Sequence[sp.Expr], cse: bool = True) -> Callable:
-    return sp.lambdify(args, list(exprs), modules="numpy", cse=cse)
+    printer = _ShallowPrinter({"fully_qualified_modules": False, "inline": True,
+                               "allow_unknown_functions": True, "user_functions": {}})  # fmt: skip
+    return sp.lambdify(args, list(exprs), modules="numpy", cse=cse, printer=printer)
 
 
 class NumpyKernel:
@@ -238,7 +266,7 @@ def numpy_rows(args: Sequence[sp.Symbol], exprs: Sequence[sp.Expr]) -> Callable[
     without a warning.
     """
     exprs = list(exprs)
-    f = sp.lambdify(list(args), exprs, modules="numpy") if exprs else None
+    f = _lambdify(list(args), exprs, cse=False) if exprs else None
 
     def rows(*blocks: np.ndarray) -> np.ndarray:
         blocks = tuple(np.asarray(b, dtype=float) for b in blocks)
