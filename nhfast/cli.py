@@ -233,6 +233,31 @@ QUIET_DASK = {
 }
 
 
+#: Seconds to reach a scheduler (the port answered a TCP connection first).
+SCHEDULER_TIMEOUT = 10
+
+
+def _unreachable(address: str, timeout: float = 3.0) -> str:
+    """Why a TCP scheduler address cannot be reached ('' if it answers, or is not TCP)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    if parts.scheme not in ("tcp", "tls"):
+        return ""
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError as exc:
+        return f"{exc}"
+    if host is None or port is None:
+        return "expected HOST:PORT (e.g. tcp://127.0.0.1:8786)"
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return ""
+    except OSError as exc:
+        return exc.strerror or str(exc) or type(exc).__name__
+
+
 @contextlib.contextmanager
 def _dask_client(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Iterator[Any]:
     """The Dask client of ``--scheduler`` / ``--workers`` (a LocalCluster), or None."""
@@ -247,7 +272,10 @@ def _dask_client(parser: argparse.ArgumentParser, args: argparse.Namespace) -> I
             f"argument {option}: needs dask.distributed (pip install 'nhfast[distributed]')"
         )
     if args.scheduler is not None:
-        with Client(args.scheduler) as client:
+        reason = _unreachable(args.scheduler)
+        if reason:
+            parser.error(f"argument --scheduler: cannot reach {args.scheduler!r}: {reason}")
+        with Client(args.scheduler, timeout=SCHEDULER_TIMEOUT) as client:
             yield client
         return
     import dask

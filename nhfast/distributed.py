@@ -14,14 +14,21 @@ same arguments. A worker that dies mid-run loses nothing: the scheduler reruns i
 
 Needs the optional dependencies ``dask[distributed]`` (and ``zarr`` >= 3 for ``store=``).
 
-Zarr layout (format 1)
+Zarr layout (format 2)
 ----------------------
 ``t`` (n_t,), ``y`` (n_traj, n_t, n_state), ``observables`` (n_traj, n_t, n_obs; its attribute
 ``names``), ``status`` (n_traj,) int32, ``t_reached`` (n_traj,) (where the integrator reports
-it), ``stats`` (n_traj, n_stats) int64 (attribute ``names``), ``done`` (n_chunks,) uint8: 1 once
-a chunk is written. Group attributes
-``nhfast``: ``format``, ``version``, ``system`` (name), ``system_hash``, ``settings`` (method,
-tolerances, sizes, chunk, tokens of x0 and params) and ``complete``.
+it), ``stats`` (n_traj, n_stats) int64 (attribute ``names``), ``checksums`` (n_chunks, k)
+int64: a checksum of each chunk's values in each of the ``k`` arrays of its attribute
+``arrays``, and ``done`` (n_chunks,) uint8: 1 once a chunk and its checksums are written.
+Group attributes ``nhfast``: ``format``, ``version``, ``system`` (name), ``system_hash``,
+``settings`` (method, tolerances, sizes, chunk, tokens of x0 and params) and ``complete``.
+
+What nhfast writes and reads is guarded: a directory that is neither new, empty nor an nhfast
+store (with nothing else in it) is refused, never cleared; every chunk read back by
+:func:`open_store` or by a resumed run is checked against its checksums (a deleted,
+truncated or overwritten chunk raises :class:`~nhfast.errors.DamagedStoreError` naming it, and
+a resumed run computes it again).
 """
 
 from __future__ import annotations
@@ -40,14 +47,18 @@ import numpy as np
 from nhfast._abi import STATS
 from nhfast._validate import output_times, params_rows, positive_int, state_rows
 from nhfast._version import __version__
-from nhfast.errors import IntegrationWarning
+from nhfast.errors import DamagedStoreError, IntegrationWarning
 from nhfast.integrate import HAMILTONISED, METHODS, IntegrationResult, integrate, report_failures
 from nhfast.vectorfield import VectorField
 
 __all__ = ["integrate_ensemble", "open_store", "system_hash", "FORMAT"]
 
 #: Version of the Zarr layout written by :func:`integrate_ensemble`.
-FORMAT = 1
+FORMAT = 2
+#: The members of a store (anything else in its directory makes it someone else's).
+_MEMBERS = frozenset(
+    {"zarr.json", "t", "y", "observables", "status", "t_reached", "stats", "checksums", "done"}
+)
 #: Options of ``integrate`` that change results (recorded in the store, checked on resume).
 _RESULT_OPTIONS = ("max_steps", "hmax", "tol", "max_iter", "stiffness_check")
 #: Whether this nhfast's IntegrationResult reports the time each trajectory reached.
@@ -94,15 +105,21 @@ def _run_chunk(
 
     group = zarr.open_group(store, mode="r+")
     stop = start + x.shape[0]
-    group["y"][start:stop] = res.y
-    if obs is not None:
-        group["observables"][start:stop] = obs
-    group["status"][start:stop] = res.status
-    if getattr(res, "t_reached", None) is not None:
-        group["t_reached"][start:stop] = res.t_reached
-    group["stats"][start:stop] = stats
+    parts = {"y": res.y, "observables": obs, "status": res.status,
+             "t_reached": getattr(res, "t_reached", None), "stats": stats}  # fmt: skip
+    names = group["checksums"].attrs["arrays"]
+    for name in names:
+        group[name][start:stop] = parts[name]
+    group["checksums"][index] = [_digest(parts[name]) for name in names]
     group["done"][index] = 1  # last: the chunk counts as written only now
     return None
+
+
+def _digest(a: Any) -> int:
+    """A 63-bit checksum of an array's values (as int64 in the store)."""
+    data = np.ascontiguousarray(np.asarray(a))
+    h = hashlib.blake2b(data.tobytes(), digest_size=8).digest()
+    return int.from_bytes(h, "little") >> 1
 
 
 def _stack_observables(res: IntegrationResult) -> np.ndarray | None:
@@ -208,6 +225,16 @@ def integrate_ensemble(
     >>> res = integrate_ensemble(vf, x0, [0.0, 10.0], params=a, client=client,
     ...                          chunk=10_000, store="run.zarr")  # doctest: +SKIP
     """
+    if not all(hasattr(client, a) for a in ("map", "gather", "compute", "cancel")):
+        hint = (
+            " (a scheduler's address: pass distributed.Client(address))"
+            if isinstance(client, str)
+            else ""
+        )
+        raise TypeError(
+            f"client must be a dask.distributed Client, got {type(client).__name__} "
+            f"{client!r}{hint}"
+        )
     unknown = set(options) - set(_RESULT_OPTIONS) - set(_OTHER_OPTIONS)
     if unknown:
         raise TypeError(f"integrate_ensemble got unexpected options: {', '.join(sorted(unknown))}")
@@ -364,6 +391,7 @@ def _open_for_run(store, resume, system, key, settings, t, obs_names, chunk):
     import zarr
 
     store = _store_spec(store)
+    existing = _claim(store)
     n_chunks = -(-settings["n_traj"] // chunk)
     head = {
         "format": FORMAT,
@@ -373,12 +401,9 @@ def _open_for_run(store, resume, system, key, settings, t, obs_names, chunk):
         "settings": settings,
         "complete": False,
     }
-    if resume:
-        try:
-            group = zarr.open_group(store, mode="r+")
-        except (FileNotFoundError, zarr.errors.GroupNotFoundError):
-            group = None
-        if group is not None and "nhfast" in group.attrs:
+    if resume and existing:
+        group = zarr.open_group(store, mode="r+")
+        if "nhfast" in group.attrs:
             old = dict(group.attrs["nhfast"])
             diff = [k for k in ("format", "system_hash") if old.get(k) != head[k]]
             was, now = old.get("settings") or {}, _jsonable(head["settings"])
@@ -391,8 +416,28 @@ def _open_for_run(store, resume, system, key, settings, t, obs_names, chunk):
                     "to overwrite it, or another store"
                 )
             done = np.asarray(group["done"][:])
+            damaged = [i for i in np.flatnonzero(done) if _damaged(group, int(i), chunk)]
+            if damaged:
+                first = damaged[0]
+                last = min((first + 1) * chunk, settings["n_traj"]) - 1
+                warnings.warn(
+                    f"store {store!r}: {len(damaged)} chunk(s) written before do not match "
+                    f"their checksums (first: chunk {first}, trajectories {first * chunk}.."
+                    f"{last}); they are computed again",
+                    IntegrationWarning,
+                    stacklevel=3,
+                )
+                for i in damaged:
+                    group["done"][i] = 0
+                done[damaged] = 0
             return group, [int(i) for i in np.flatnonzero(done == 0)]
-    group = zarr.open_group(store, mode="w")
+    try:
+        group = zarr.open_group(store, mode="w")
+    except OSError as exc:
+        raise PermissionError(
+            f"store={store!r}: cannot write there ({exc.strerror or exc}): expected a "
+            "writable directory"
+        ) from exc
     ntraj, n = settings["n_traj"], settings["n_state"]
     group.create_array("t", data=t)
     group.create_array("y", shape=(ntraj, t.size, n), chunks=(chunk, t.size, n), dtype="f8")
@@ -411,9 +456,103 @@ def _open_for_run(store, resume, system, key, settings, t, obs_names, chunk):
         "stats", shape=(ntraj, len(STATS)), chunks=(chunk, len(STATS)), dtype="i8", fill_value=0
     )
     st.attrs["names"] = list(STATS)
+    checked = [k for k in ("y", "observables", "status", "t_reached", "stats") if k in group]
+    ck = group.create_array(
+        "checksums", shape=(n_chunks, len(checked)), chunks=(1, len(checked)), dtype="i8",
+        fill_value=0,
+    )  # fmt: skip
+    ck.attrs["arrays"] = checked
     group.create_array("done", shape=(n_chunks,), chunks=(1,), dtype="u1", fill_value=0)
     group.attrs["nhfast"] = head
     return group, list(range(n_chunks))
+
+
+def _claim(store: Any) -> bool:
+    """Whether ``store`` holds an nhfast store (True) or is new or empty (False); refuses
+    anything else (a file, someone else's directory, an unwritable place) before a byte is
+    written."""
+    if not isinstance(store, str):
+        import zarr
+
+        try:
+            group = zarr.open_group(store, mode="r")
+        except Exception:  # noqa: BLE001 - nothing there yet
+            return False
+        if "nhfast" not in group.attrs and (list(group.keys()) or dict(group.attrs)):
+            raise ValueError(
+                f"store={store!r} holds a Zarr group that is not an nhfast ensemble store: "
+                "nhfast writes only into a new, empty or nhfast-made store"
+            )
+        return "nhfast" in group.attrs
+    path = os.path.abspath(store)
+    if os.path.isfile(path):
+        raise ValueError(
+            f"store={store!r} is a file: expected a directory (new, empty, or a store an "
+            "earlier integrate_ensemble wrote)"
+        )
+    if not os.path.isdir(path):
+        parent = os.path.dirname(path) or "."
+        while not os.path.exists(parent):
+            parent = os.path.dirname(parent)
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise PermissionError(
+                f"store={store!r}: cannot create it, {parent!r} is not writable: expected a "
+                "path in a writable directory"
+            )
+        return False
+    entries = sorted(os.listdir(path))
+    if not entries:
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PermissionError(f"store={store!r} is not writable: expected a writable directory")
+        return False
+    foreign = [e for e in entries if e not in _MEMBERS]
+    head = _store_head(path)
+    if head is None or foreign:
+        shown = ", ".join(repr(e) for e in (foreign or entries)[:3])
+        raise ValueError(
+            f"store={store!r} is a directory that is not an nhfast ensemble store (it holds "
+            f"{shown}{', ...' if len(foreign or entries) > 3 else ''}): nhfast writes only into "
+            "a new, empty or nhfast-made directory, and never clears another; pass another "
+            "path"
+        )
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise PermissionError(f"store={store!r} is not writable: expected a writable directory")
+    return True
+
+
+def _store_head(path: str) -> dict | None:
+    """The ``nhfast`` attributes of the Zarr group at ``path``, or None."""
+    import json
+
+    try:
+        with open(os.path.join(path, "zarr.json"), encoding="utf-8") as fh:
+            meta = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    head = (meta.get("attributes") or {}).get("nhfast")
+    return head if isinstance(head, dict) and "format" in head else None
+
+
+def _damaged(group: Any, index: int, chunk: int) -> list[str]:
+    """The arrays whose values of chunk ``index`` do not match the checksums (unreadable ones
+    included)."""
+    ck = group["checksums"]
+    names = list(ck.attrs["arrays"])
+    n_traj = group["status"].shape[0]
+    sl = slice(index * chunk, min((index + 1) * chunk, n_traj))
+    try:
+        want = [int(v) for v in ck[index]]
+    except Exception:  # noqa: BLE001 - the checksums' own chunk is damaged
+        return ["checksums"]
+    bad = []
+    for name, w in zip(names, want, strict=True):
+        try:
+            got = _digest(group[name][sl])
+        except Exception:  # noqa: BLE001 - truncated or emptied chunk: a decompression error
+            got = None
+        if got != w:
+            bad.append(name)
+    return bad
 
 
 def _jsonable(value: Any) -> Any:
@@ -445,21 +584,45 @@ def _result_from_group(group: Any, method: str) -> IntegrationResult:
     return res
 
 
-def open_store(store: Any) -> IntegrationResult:
+def open_store(store: Any, verify: bool = True) -> IntegrationResult:
     """The result of a run written by :func:`integrate_ensemble` (``y``, observables and
     stats as Dask arrays over the store).
+
+    Parameters
+    ----------
+    store : str, os.PathLike or zarr store
+    verify : bool
+        Read every chunk once and check it against its checksums (False: trust the store).
 
     Raises
     ------
     ValueError
         If the store was not written by nhfast or the run is not complete.
+    nhfast.errors.DamagedStoreError
+        If a chunk does not match its checksums (naming it).
     """
     import zarr
 
-    group = zarr.open_group(_store_spec(store), mode="r")
+    try:
+        group = zarr.open_group(_store_spec(store), mode="r")
+    except (FileNotFoundError, zarr.errors.GroupNotFoundError):
+        raise ValueError(f"store={store!r}: no ensemble store there") from None
     head = dict(group.attrs.get("nhfast", {}))
     if head.get("format") != FORMAT:
-        raise ValueError(f"{store!r} is not an nhfast ensemble store (format {FORMAT})")
+        was = f" (format {head['format']}, without checksums)" if "format" in head else ""
+        raise ValueError(f"{store!r} is not an nhfast ensemble store of format {FORMAT}{was}")
     if not head.get("complete"):
         raise ValueError(f"{store!r} holds an unfinished run: call integrate_ensemble to resume")
+    if verify:
+        chunk = int(head["settings"]["chunk"])
+        n_traj = int(head["settings"]["n_traj"])
+        for i in range(group["done"].shape[0]):
+            bad = _damaged(group, i, chunk)
+            if bad:
+                raise DamagedStoreError(
+                    f"store {store!r}: chunk {i} (trajectories {i * chunk}.."
+                    f"{min((i + 1) * chunk, n_traj) - 1}) of {', '.join(bad)} does not match "
+                    "its checksum (deleted, truncated or overwritten): resume the run with "
+                    "integrate_ensemble(..., store=..., resume=True) to compute it again"
+                )
     return _result_from_group(group, head["settings"]["method"])

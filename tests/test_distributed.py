@@ -133,7 +133,7 @@ def test_store_resumes_from_written_chunks(client, veselova, tmp_path) -> None:
     head = group.attrs["nhfast"]
     assert head["system_hash"] == system_hash(veselova) and head["complete"] is True
     assert head["settings"]["method"] == "dop853" and head["settings"]["n_traj"] == 250
-    arrays = {"done", "observables", "stats", "status", "t", "y"}
+    arrays = {"checksums", "done", "observables", "stats", "status", "t", "y"}
     assert set(group) - arrays <= {"t_reached"} and arrays <= set(group)
     assert_same(open_store(store), ref)
     seen = []
