@@ -139,8 +139,8 @@ def load(paths: Iterable[Path | str]) -> tuple[list[Record], list[dict], list[st
         except (OSError, ValueError) as exc:
             notes.append(f"{f.name}: unreadable ({exc}); skipped.")
             continue
-        if isinstance(data, dict) and data.get("kind") == WP_KIND:
-            continue  # a work-precision sweep: its own section (wp_section)
+        if isinstance(data, dict) and data.get("kind") in (WP_KIND, DK_KIND):
+            continue  # a work-precision sweep, derived kernels: sections of their own
         if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
             notes.append(f"{f.name}: not pytest-benchmark JSON; skipped.")
             continue
@@ -387,6 +387,45 @@ def plots(records: list[Record], history: list[Record], out: Path) -> list[tuple
 # ------------------------------------------------------------ work-precision sweep ----
 
 WP_KIND = "nhfast-work-precision"
+DK_KIND = "nhfast-derived-kernels"
+
+
+def dk_section(paths: Iterable[Path | str]) -> str:
+    """HTML table of the newest derived-kernels run (bench_derived_kernels.py): the engine's
+    kernels over the hand-derived ones, per step or call, with their sizes; empty if none."""
+    docs = []
+    for p in map(Path, paths):
+        for f in sorted(p.glob("*.json")) if p.is_dir() else [p]:
+            try:
+                data = json.loads(f.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict) and data.get("kind") == DK_KIND:
+                docs.append(data)
+    if not docs:
+        return ""
+    doc = max(docs, key=lambda d: str(d.get("datetime", "")))
+    rows = []
+    for r in doc.get("rows", []):
+        es, hs = r.get("engine_size", {}), r.get("hand_size", {})
+        ratio = r.get("ratio", math.nan)
+        ok = ratio <= doc.get("goal", 1.15)
+        rows.append([td(r["inertia"]), td(r["n"]), td(r["kernel"]), td(fmt(r["engine_ns"])),
+                     td(fmt(r["hand_ns"])), td(f"{ratio:.2f}", "win num" if ok else "loss num"),
+                     td(f"{es.get('taylor_conv')} / {hs.get('taylor_conv')} / "
+                        f"{r.get('heyoka_decomposition')}")])  # fmt: skip
+    head = ["Inertia", "n", "Kernel", "Engine (ns)", "Hand-derived (ns)", "Ratio",
+            "Taylor convolutions per order (engine / hand / heyoka decomposition)"]  # fmt: skip
+    cpu = (doc.get("machine_info") or {}).get("cpu", "?")
+    return (
+        "<h2>Derived kernels against hand-derived ones</h2><p>What a user constructs "
+        "(veselova_rigid_body) over the hand-derived programs of tests/references, per "
+        f"trajectory-step (taylor, dop853) or per lane-call; goal {doc.get('goal')}; "
+        f"{html.escape(str(doc.get('datetime', '')))} on {html.escape(str(cpu))}.</p>"
+        + table(head, rows)
+    )
+
+
 #: nhfast's goal against heyoka: time at equal error at most this times heyoka's (issue 12).
 WP_GOAL_HEYOKA = {"many": 0.67, "one": 1.0}
 #: ... and against SciPy per trajectory.
@@ -773,6 +812,7 @@ def build(paths: Iterable[Path | str], out: Path) -> Path:
         if i == 0 and rs:
             parts.append("<h2>Speed-up per configuration</h2>" + matrix(rs))
     parts.append(wp_section(paths, index.parent))
+    parts.append(dk_section(paths))
     full = table(list(COLUMNS), [[cell(r) for cell in COLUMNS.values()] for r in recs], box=True)
     parts.append("<h2>Every benchmark (latest run)</h2>" + full)
     for r in runs:

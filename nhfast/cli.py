@@ -197,7 +197,14 @@ def run_command(
             )
     except UsageError as exc:
         parser.error(f"argument {exc}")
-    except (CompilationError, IntegrationError, ArithmeticError, ValueError, OSError) as exc:
+    except (
+        CompilationError,
+        IntegrationError,
+        ArithmeticError,
+        ValueError,
+        OSError,
+        MemoryError,
+    ) as exc:
         # a run that cannot finish (compiler, integrator, a check rejecting its data, the file
         # system): one line, exit code 1; NHFAST_DEBUG=1 shows the traceback
         if os.environ.get("NHFAST_DEBUG"):

@@ -162,12 +162,15 @@ def event_kernel(system: VectorField, exprs: list[sp.Expr]) -> tuple[Any, Any]:
             except CompilationError:
                 cs = None
         if cs is None:
-            code = KernelSet(
-                states=list(system.states),
-                params=list(system.params),
-                time=system.time,
-                kernels={"observables": list(exprs)},
-            )
+            structured = getattr(system, "events_program", None)
+            code = structured(list(exprs)) if structured is not None else None
+            if code is None:
+                code = KernelSet(
+                    states=list(system.states),
+                    params=list(system.params),
+                    time=system.time,
+                    kernels={"observables": list(exprs)},
+                )
             cs = compile_kernels(code, name=f"{system.name} events")
         memo(system, "event_sets", dict)[key] = cs
         return cs.kernels["observables"]

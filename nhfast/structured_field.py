@@ -126,6 +126,21 @@ class StructuredVectorField(VectorField):
     def rhs(self, value: Any) -> None:
         raise AttributeError("the rhs of a StructuredVectorField is defined by its program")
 
+    def events_program(self, exprs: list[sp.Expr]) -> IndexedProgram | None:
+        """The program whose ``observables`` are ``exprs``, when they are the domain's
+        conditions and the program writes them as its ``domain_blocks`` (in the index: the
+        watch of a body at ``n = 10^4`` compiles ``O(1)`` code, not a sum of ``n`` terms);
+        None otherwise (:func:`nhfast.events.event_kernel` then unrolls the expressions)."""
+        blocks = getattr(self.program, "domain_blocks", [])
+        if not blocks or list(exprs) != list(self.domain.values()) or len(blocks) != len(exprs):
+            return None
+        if any(self.program.is_indexed(b) for b in blocks):
+            return None
+        q = self.program.copy()
+        q.outputs = {"rhs": q.outputs["rhs"], "observables": list(blocks)}
+        q.output_names = {"observables": [f"domain{k}" for k in range(len(blocks))]}
+        return q
+
     @property
     def families(self) -> list[str]:
         """Kernel families the program defines (``rhs`` and its companions)."""

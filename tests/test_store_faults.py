@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 import zarr
 from distributed import Client, LocalCluster
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import nhfast as nh
 from nhfast.distributed import integrate_ensemble, open_store
@@ -185,3 +187,39 @@ def test_client_must_be_a_client(problem):
     for bad in (None, "tcp://127.0.0.1:8786"):
         with pytest.raises(TypeError, match="client must be a dask.distributed Client"):
             integrate_ensemble(vf, x0, t, params=A, client=bad)
+
+
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    chunk=st.integers(7, 40),
+    array=st.sampled_from(["y", "observables", "status", "stats"]),
+    fault=st.sampled_from([_delete, _truncate, _empty, _overwrite]),
+    pick=st.integers(0, 10**6),
+)
+def test_any_fault_in_any_chunk_is_found_and_repaired(problem, client, tmp_path_factory, chunk,
+                                                     array, fault, pick):  # fmt: skip
+    """Property: whatever the chunk size, array and fault, open_store names the damaged chunk
+    and a resumed run restores the local run's bits."""
+    vf, x0, t, ref = problem
+    store = str(tmp_path_factory.mktemp("prop") / "run.zarr")
+    integrate_ensemble(vf, x0, t, params=A, client=client, chunk=chunk, store=store)
+    files = _chunk_files(store, array)
+    if not files:  # all fill values (status 0 everywhere): Zarr writes no chunk, none to damage
+        return
+    target = files[pick % len(files)]
+    index = (
+        int(os.path.basename(target))
+        if array in ("status",)
+        else int(os.path.relpath(target, os.path.join(store, array, "c")).split(os.sep)[0])
+    )
+    fault(target)
+    if fault is _overwrite and os.path.getsize(target) == 0:
+        return
+    with pytest.raises(DamagedStoreError, match=rf"chunk {index} \("):
+        open_store(store)
+    with pytest.warns(nh.IntegrationWarning, match=rf"chunk {index},"):
+        got = integrate_ensemble(vf, x0, t, params=A, client=client, chunk=chunk, store=store)
+    np.testing.assert_array_equal(np.asarray(got.y), ref.y)
+    np.testing.assert_array_equal(got.status, ref.status)

@@ -139,6 +139,10 @@ class IndexedProgram:
         self.statements: list[Statement] = []
         self.outputs: dict[str, list[sp.Expr]] = {}
         self.output_names: dict[str, list[str]] = {}
+        #: Scalar blocks ``expr`` of a system's domain conditions ``expr > 0``, in the index
+        #: (not a kernel family: :meth:`nhfast.structured_field.StructuredVectorField.
+        #: events_program` makes them one when the domain is watched).
+        self.domain_blocks: list[sp.Expr] = []
         self._names: set[str] = set()
 
     # ------------------------------------------------------------------ building ----
@@ -442,6 +446,7 @@ class IndexedProgram:
         new._state_order = list(self._state_order)
         new._param_order = list(self._param_order)
         new.statements = list(self.statements)
+        new.domain_blocks = list(self.domain_blocks)
         return new
 
     # --------------------------------------------------------------- properties ----

@@ -174,3 +174,22 @@ def test_domain_check_of_thousands_of_terms():
     field.check_domain(np.ones((2, 6000)), np.zeros((1, 0)))
     with pytest.raises(ValueError, match="outside the domain"):
         field.check_domain(np.zeros((1, 6000)), np.zeros((1, 0)))
+
+
+@settings(max_examples=15, deadline=None)
+@given(level=st.floats(0.1, 0.9), t_end=st.floats(3.0, 13.0))
+def test_events_through_nan_stretches_for_any_level(circle, level, t_end):
+    """Property: ``sqrt(x) - level`` along x = sin t crosses zero exactly where sin t =
+    level^2, before and after every NaN stretch (sin t < 0), with Taylor and dense DOP853."""
+    x = circle.states[0]
+    a = math.asin(level**2)
+    want = sorted(
+        r for k in range(4) for r in (a + 2 * math.pi * k, math.pi - a + 2 * math.pi * k)
+        if r < t_end
+    )  # fmt: skip
+    for method, kw in WATCHED[:2]:
+        res = nh.integrate(circle, [0.0, 1.0], [0.0, t_end], method=method,
+                           events=[(sp.sqrt(x) - level, 0, False)], max_events=20,
+                           rtol=1e-12, atol=1e-12, **kw)  # fmt: skip
+        got = res.events.t[0][: res.events.count[0]]
+        np.testing.assert_allclose(got, want, atol=1e-8)

@@ -451,6 +451,7 @@ class RigidBody:
             [low.scalar(energy), gnorm, bm, logdet],
             names=OBSERVABLES,
         )
+        prog.domain_blocks = [gnorm]  # |gamma|^2 > 0, in the index (see vector_field)
         if divergence is not None:
             prog.output("divergence", [low.scalar(divergence)])
         elif not any(st.kind in ("matvec", "solve") for st in prog.statements):

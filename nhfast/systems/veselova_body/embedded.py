@@ -99,6 +99,7 @@ def structured_program(n: int, potential: Potential = None) -> IndexedProgram:
         [*blocks[:3], log_density(n, c), blocks[1] - 1],
         names=VESELOVA_OBSERVABLES,
     )
+    prog.domain_blocks = [blocks[1], c]  # the conditions of veselova_structured's domain
     return prog
 
 
