@@ -115,6 +115,25 @@ def test_an_unwritable_place_is_refused_by_name(problem, client, tmp_path):
         ro.chmod(stat.S_IRWXU)
 
 
+def test_an_unwritable_place_is_named_whoever_runs(problem, client, tmp_path, monkeypatch):
+    """The same message when the permissions are read through os.access (root passes
+    chmod, so the refusal is simulated there)."""
+    real = os.access
+
+    def access(path, mode, *a, **k):
+        if str(path).startswith(str(tmp_path / "locked")) and mode & os.W_OK:
+            return False
+        return real(path, mode, *a, **k)
+
+    (tmp_path / "locked").mkdir()
+    monkeypatch.setattr(os, "access", access)
+    with pytest.raises(PermissionError, match=r"store=.*cannot create it, .*locked.* not writable"):
+        _run(problem, client, tmp_path / "locked" / "run.zarr")
+    (tmp_path / "locked" / "empty").mkdir()
+    with pytest.raises(PermissionError, match=r"store=.*empty.* is not writable"):
+        _run(problem, client, tmp_path / "locked" / "empty")
+
+
 def test_an_empty_directory_is_used(problem, client, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()

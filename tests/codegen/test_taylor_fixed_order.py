@@ -147,7 +147,7 @@ def test_integrate_compiles_the_order_it_runs_at():
     assert peek(field, ("taylor", 11)) is not None
 
 
-def test_no_compiler_inside_a_loop_over_tolerances(monkeypatch):
+def test_no_compiler_inside_a_loop_over_tolerances(monkeypatch, tmp_path):
     """After the first call (which compiles the general kernel), calls at new tolerances
     compile nothing themselves: the kernel unrolled for a new order is built in the
     background, and the calls' states are bit for bit those of the unrolled kernel (the same
@@ -166,6 +166,7 @@ def test_no_compiler_inside_a_loop_over_tolerances(monkeypatch):
         return original(*args, **kwargs)
 
     monkeypatch.setattr(_jit, "_compile_into", spy)
+    monkeypatch.setenv("NHFAST_CACHE_DIR", str(tmp_path))  # cold: nothing compiled before
     field = henon_heiles("hh loop over tolerances")
     x0 = states(5, seed=3)
     first = nh.integrate(field, x0, [0.0, 2.0], method="taylor", rtol=1e-6, atol=1e-6)

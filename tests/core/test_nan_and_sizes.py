@@ -193,3 +193,35 @@ def test_events_through_nan_stretches_for_any_level(circle, level, t_end):
                            rtol=1e-12, atol=1e-12, **kw)  # fmt: skip
         got = res.events.t[0][: res.events.count[0]]
         np.testing.assert_allclose(got, want, atol=1e-8)
+
+
+def test_a_rigid_body_beyond_memory_is_refused(monkeypatch):
+    """n = 10^7: the program's symbols alone would take tens of GB; refused with the size."""
+    from nhfast.systems.rigid_bodies import veselova_rigid_body
+
+    monkeypatch.setenv("NHFAST_MEMORY_LIMIT", str(4 * 10**9))
+    with pytest.raises(InsufficientMemoryError, match=r"rigid body at n = 10000000 .* needs 9"):
+        veselova_rigid_body(10**7, "physical")
+
+
+def test_the_command_refuses_a_run_beyond_memory(monkeypatch, capsys, tmp_path):
+    from nhfast.cli import main
+
+    monkeypatch.setenv("NHFAST_MEMORY_LIMIT", str(10**8))
+    code = main(["run", "veselova", "--n", "3000", "--out", str(tmp_path / "r"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "InsufficientMemoryError" in err and "needs" in err and "Traceback" not in err
+
+
+def test_the_command_names_an_unreachable_scheduler_at_once(capsys):
+    import time
+
+    from nhfast.cli import main
+
+    t0 = time.perf_counter()
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "particle", "--scheduler", "tcp://127.0.0.1:1"])
+    assert exc.value.code == 2
+    assert time.perf_counter() - t0 < 10
+    assert "--scheduler: cannot reach 'tcp://127.0.0.1:1'" in capsys.readouterr().err
