@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from nhfast._abi import STATS
+from nhfast._memory import check as check_memory
 from nhfast._validate import output_times, params_rows, positive_int, state_rows
 from nhfast._version import __version__
 from nhfast.errors import DamagedStoreError, IntegrationWarning
@@ -273,6 +274,12 @@ def integrate_ensemble(
     key = system_hash(system)  # compiles here: the pickle carries the kernels' source
     payload = pickle.dumps(system)
     obs_names = list(system.observables) if wanted else []
+    if store is None:  # before any task runs
+        check_memory(
+            float(ntraj) * t.size * (n + len(obs_names)) * 8.0,
+            f"gathering {ntraj} trajectories x {t.size} output times x {n} states",
+            "pass store= to stream the result to a Zarr store instead",
+        )
     starts = list(range(0, ntraj, chunk))
     group = None
     todo = list(range(len(starts)))

@@ -242,3 +242,14 @@ def test_any_fault_in_any_chunk_is_found_and_repaired(problem, client, tmp_path_
         got = integrate_ensemble(vf, x0, t, params=A, client=client, chunk=chunk, store=store)
     np.testing.assert_array_equal(np.asarray(got.y), ref.y)
     np.testing.assert_array_equal(got.status, ref.status)
+
+
+def test_gathering_beyond_memory_is_refused_before_running(problem, client, monkeypatch):
+    from nhfast.errors import InsufficientMemoryError
+
+    vf, _, _, _ = problem
+    monkeypatch.setenv("NHFAST_MEMORY_LIMIT", str(10**8))
+    x0 = _states(5, seed=1)
+    t = np.linspace(0.0, 1.0, 400_000)
+    with pytest.raises(InsufficientMemoryError, match=r"gathering 5 trajectories .* pass store="):
+        integrate_ensemble(vf, x0, t, params=A, client=client)
