@@ -369,7 +369,7 @@ class _Builder:
                     count = 0
                     if fi is not None and fj is not None:
                         count = self.pairs.get(_pair_key(fi, fj), 0)
-                    sc = (int(known(vi, vj)), count)
+                    sc = (count, int(known(vi, vj)))
                     if sc > score:
                         best, score = (i, j), sc
             i, j = best
@@ -390,6 +390,10 @@ class _Builder:
             return self._function(sp.exp(ex, evaluate=False), vec)
         if not self.is_const(ex) or not ex.is_number:  # b^e = exp(e log b)
             return self._function(sp.exp(ex * sp.log(base), evaluate=False), vec)
+        if ex == -1 and isinstance(base, sp.Add) and vec:
+            shifted = self._shifted_reciprocal(base, vec)
+            if shifted is not None:
+                return shifted
         a = self.value(base, vec)
         if isinstance(ex, sp.Integer):
             m = int(ex)
@@ -405,6 +409,19 @@ class _Builder:
             one = self.const(sp.Integer(1), False)
             return self._op("nht_div", a.vector, one, 2, self._op("nht_sqrt", a.vector, a))
         return self._op("nht_pow", a.vector, a, repr(float(ex)))
+
+    def _shifted_reciprocal(self, base: sp.Add, vec: bool) -> _Val | None:
+        """``1 / (c + s)`` with ``c`` a constant vector and ``s`` a per-lane scalar
+        (``nht_recip_cs``: the sum is never made a vector), or None for any other base."""
+        const = [t for t in base.args if self.is_const(t)]
+        rest = [t for t in base.args if not self.is_const(t)]
+        if not const or not rest:
+            return None
+        c = self.value(sp.Add(*const), vec)
+        s = self.value(sp.Add(*rest), vec)
+        if not c.vector or s.vector or c.comp is not None or s.comp is not None:
+            return None
+        return self._op("nht_recip_cs", True, c, s)
 
     def _int_pow(self, a: _Val, m: int) -> _Val:
         if m == 1:
@@ -896,7 +913,7 @@ def _q_from_p(prog: IndexedProgram, m, P: _Val, Q: _Val, n: int) -> str:
 # ------------------------------------------------------------------- fixed order ----
 #: Operations whose k-th coefficient is a sum over the orders (a convolution).
 _CONVOLUTIONS = frozenset(
-    "nht_mul nht_submul nht_sqr nht_div nht_pow nht_sqrt nht_chain nht_log".split()
+    "nht_mul nht_submul nht_sqr nht_div nht_pow nht_sqrt nht_chain nht_log nht_recip_cs".split()
 )
 #: The source comment that records a kernel's size (see :func:`unrolled_terms`).
 _COST_TAG = "nht-cost:"

@@ -617,6 +617,50 @@ def _program_products() -> IndexedProgram:
 _PRODUCTS = _program_products()
 
 
+def _program_shifted(materialised: bool = False) -> IndexedProgram:
+    """``1 / (j + s)`` with ``j`` a parameter vector and ``s`` a per-lane scalar (the physical
+    rigid body's reciprocal diagonal), n = 5: ``nht_recip_cs`` keeps no vector of the sum;
+    ``materialised``: the sum as a vector statement first (the general division)."""
+    prog = IndexedProgram(5)
+    g = prog.state_vector("g")
+    m = prog.state_vector("m")
+    j = prog.param_vector("j", positive=True)
+    r2 = prog.reduce("r2", g**2)
+    s = prog.scalar("s", prog.reduce("c", j * g**2) / r2 + 1)
+    if materialised:
+        d = prog.vector("d", j + s)
+        iD = prog.vector("iD", 1 / d)
+    else:
+        iD = prog.vector("iD", 1 / (j + s))
+    beta = prog.scalar("beta", -prog.reduce("gmi", g * m * iD) / prog.reduce("ggi", g**2 * iD))
+    prog.output("rhs", [m * iD + beta * g * iD, -prog.reduce("mmi", m**2 * iD) * g])
+    return prog
+
+
+_SHIFTED = _program_shifted()
+
+
+@needs_generator
+def test_shifted_reciprocal_matches_the_oracle_and_the_general_division():
+    """``1 / (j + s)`` (``nht_recip_cs``) gives the oracle's coefficients to order 14, and
+    those of the division by the materialised vector ``j + s`` (the same recurrence; later
+    products may take their operands in another order, so to round-off, not bit for bit)."""
+    src = cg.generate_taylor_c(_SHIFTED)
+    assert "NHT(nht_recip_cs)(k, 5, " in src
+    general = _program_shifted(materialised=True)
+    assert "nht_recip_cs" not in cg.generate_taylor_c(general)
+    sys = _program_system(_SHIFTED)
+    check_system(_SHIFTED, sys, _program_lanes(_SHIFTED, np.random.default_rng(29), k=9), 14)
+    rng = np.random.default_rng(37)
+    t = np.zeros(6)
+    xs = rng.uniform(-1, 1, (6, 10))
+    ps = rng.uniform(0.5, 1.5, (6, 5))
+    rc1, c1 = call(build(_SHIFTED), t, xs, ps, 14)
+    rc2, c2 = call(build(general), t, xs, ps, 14)
+    assert rc1 == rc2 == ERR["ok"]
+    np.testing.assert_allclose(c1, c2, rtol=1e-13, atol=1e-15)
+
+
 @needs_generator
 def test_shared_products_are_grouped_and_match_the_oracle():
     """Grouped products (``nht_prods``: each operand's coefficients loaded once for all) and
@@ -697,14 +741,14 @@ _KS_SQRT = _ks(UNROLLED["sqrt_exp_log"][0])
 
 
 @needs_generator
-@pytest.mark.parametrize("which", ["sqrt_exp_log", "solve", "dense", "products"])
+@pytest.mark.parametrize("which", ["sqrt_exp_log", "solve", "dense", "products", "shifted"])
 def test_lanes_bit_identical_in_any_chunk(which):
     """13 lanes (the kernels work in chunks of up to 8 lanes: 8 + 4 + 1) at a stride of 16:
     every lane equals the same lane computed alone, bit for bit."""
     if which == "solve":
         code, sys = _solve_case(True)
-    elif which in ("dense", "products"):
-        code = _DENSE if which == "dense" else _PRODUCTS
+    elif which in ("dense", "products", "shifted"):
+        code = {"dense": _DENSE, "products": _PRODUCTS, "shifted": _SHIFTED}[which]
         sys = System(code.state_symbols, [], code.param_symbols, code.time)
     else:
         sys = UNROLLED[which][0]

@@ -381,6 +381,33 @@ NHT_SMALL void NHT(nht_div)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
 #undef NHT_DIV_BLK
 }
 
+/* components [i0, i0 + W) of o = 1 / (c + s): c a constant vector, s a scalar series */
+NHT_SMALL void NHT(nht_recip_cs_blk)(int64_t k, int64_t i0, int W, NHT_T *o, int64_t ojs,
+                                     NHT(nht_in) c, NHT(nht_in) s) {
+    if (k == 0) {
+        for (int q = 0; q < W; ++q) o[i0 + q] = 1.0 / (NHT_A1(s, 0, 0) + c.p[(i0 + q) * c.is]);
+        return;
+    }
+    NHT_T acc[NHT_BLK_MAX];
+    for (int q = 0; q < W; ++q) acc[q] = NHT_ZERO;
+    NHT_UNROLL for (int64_t j = 1; j <= k; ++j) {
+        const NHT_T sj = NHT_A1(s, j, 0);
+        for (int q = 0; q < W; ++q) acc[q] -= sj * o[(k - j) * ojs + i0 + q];
+    }
+    for (int q = 0; q < W; ++q) o[k * ojs + i0 + q] = acc[q] * o[i0 + q];
+}
+
+/* o = 1 / (c + s) for a constant vector c and a scalar series s (a diagonal shifted per lane,
+ * 1 / (j + k3)): above order 0 the sum's coefficients are s's, one value for every component,
+ * so no vector of them is kept; o^[k] = -(sum_{j=1..k} s^[j] o^[k-j]) o^[0], the operations
+ * of nht_div on the materialised sum (the same bits). */
+NHT_SMALL void NHT(nht_recip_cs)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) c,
+                                 NHT(nht_in) s) {
+#define NHT_RECIP_CS_BLK(w) NHT(nht_recip_cs_blk)(k, i, w, o, ojs, c, s)
+    NHT_BLOCKS(NHT_RECIP_CS_BLK);
+#undef NHT_RECIP_CS_BLK
+}
+
 /* o = a^alpha: k a^[0] o^[k] = sum_{j=0..k-1} (alpha (k-j) - j) a^[k-j] o^[j]; o^[0] per lane. */
 NHT_SMALL void NHT(nht_pow)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nht_in) a,
                                 double alpha) {
