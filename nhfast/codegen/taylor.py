@@ -1065,7 +1065,8 @@ def _fused(tape: _Tape) -> list[str]:
     A product joins the group of an earlier one when it has the same components, shares an
     operand with the group, and no operation between them writes one of its operands (it is
     then moved up to the group: its own output is new there, nothing before it reads it). An
-    operation other than a product counts as writing every work value it names. Tapes with
+    operation other than a product counts as writing every work value it names; a product
+    already moved up to an earlier group wrote its output there. Tapes with
     linear solves (lines that are not single operations) are left as they are.
 
     Veselova n = 16 (the squares of gamma and m with gamma m in one group, the products of
@@ -1092,7 +1093,9 @@ def _fused(tape: _Tape) -> list[str]:
         for q in range(p + 1, len(tape.ops)):
             if len(group) == GROUP_PRODUCTS:
                 break
-            if q in prods and q not in joined:
+            if q in joined:  # moved up to an earlier group: written before this one
+                continue
+            if q in prods:
                 o, a, b = prods[q]
                 mine = {a.arg(n, True), b.arg(n, True)}
                 shares = bool(mine & operands) and len(mine | operands) <= GROUP_OPERANDS

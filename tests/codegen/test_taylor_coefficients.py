@@ -641,6 +641,33 @@ _SHIFTED = _program_shifted()
 
 
 @needs_generator
+def test_a_product_moved_up_does_not_block_a_later_group():
+    """The physical rigid body's tape: m (1/D) joins gamma (1/D) in the first group, and its
+    output, written there, does not keep m (m/D) out of the second group with gamma (gamma/D)
+    and m (gamma/D) (three products sharing operands in one pass); the oracle's coefficients
+    to order 10."""
+    from nhfast.systems.rigid_bodies import rigid_body
+
+    prog = rigid_body(5, "physical").program()
+    src = cg.generate_taylor_c(prog)
+    groups = [ln for ln in src.splitlines() if "NHT(nht_prods)(k, 5, " in ln]
+    sizes = sorted(int(ln.split("NHT(nht_prods)(k, 5, ")[1].split(",")[0]) for ln in groups)
+    assert sizes == [2, 2, 3, 3], sizes  # two groups, in the vector and the one-lane pass
+    sys = _program_system(prog)
+    lanes = [(0.0, np.r_[g, m], p) for g, m, p in _body_lanes(np.random.default_rng(41), 5, 4)]
+    check_system(prog, sys, lanes, 10)
+
+
+def _body_lanes(rng, n: int, k: int):
+    for _ in range(k):
+        g = rng.normal(size=n)
+        g /= np.linalg.norm(g)
+        m = rng.normal(size=n)
+        m -= (m @ g) * g
+        yield g, m, 1 + rng.random(n)
+
+
+@needs_generator
 def test_shifted_reciprocal_matches_the_oracle_and_the_general_division():
     """``1 / (j + s)`` (``nht_recip_cs``) gives the oracle's coefficients to order 14, and
     those of the division by the materialised vector ``j + s`` (the same recurrence; later

@@ -551,7 +551,7 @@ def _divergence(d: Derivation, sol: Velocity, gamma_dot: VecPoly, m_dot: VecPoly
         div = calc.trace(gamma_dot, "gamma") + calc.trace(m_dot, "m")
     except NotImplementedError:
         return None
-    return sp.factor(sp.cancel(sp.together(div)))
+    return sp.cancel(sp.together(div))
 
 
 def _dense_solve(low: Lowering, d: Derivation, f: sp.Symbol) -> tuple[sp.Symbol, sp.Expr]:

@@ -64,7 +64,7 @@ class Velocity:
 
 
 def _simplified(e: sp.Expr) -> sp.Expr:
-    return sp.factor(sp.cancel(sp.together(e)))
+    return sp.cancel(sp.together(e))
 
 
 def kept_terms(b: str, rank: list[tuple[VecPoly, Node]]) -> list[tuple[VecPoly, Node]]:
