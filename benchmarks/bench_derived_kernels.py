@@ -47,6 +47,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))  # the hand-derived references
 
+from anchors.machine import cpu_name  # noqa: E402
 from anchors.problem import inertia as moments  # noqa: E402
 from anchors.problem import initial_states  # noqa: E402
 
@@ -236,15 +237,7 @@ def table(rows: list[dict]) -> str:
 
 
 def machine_info() -> dict:
-    cpu = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return dict(cpu=cpu, cores=os.cpu_count(), platform=platform.platform(),
+    return dict(cpu=cpu_name(), cores=os.cpu_count(), platform=platform.platform(),
                 python=sys.version.split()[0], nhfast=nh.__version__,
                 loadavg_start=os.getloadavg()[0])  # fmt: skip
 

@@ -61,6 +61,7 @@ sys.path.insert(0, str(HERE))
 
 from anchors import nhfast_hh_fpu as nf  # noqa: E402
 from anchors import scipy_hh_fpu as sh  # noqa: E402
+from anchors.machine import cpu_name  # noqa: E402
 from anchors.problem import inertia, initial_states, rhs_numpy, rhs_numpy_physical  # noqa: E402
 
 import nhfast as nh  # noqa: E402
@@ -449,14 +450,7 @@ def heyoka_jit(full: bool = True) -> list[dict]:
 def machine_info() -> dict:
     import heyoka as hy
 
-    cpu = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     try:
         commit = subprocess.run(
             ["git", "-C", str(HERE), "rev-parse", "HEAD"], capture_output=True, text=True

@@ -85,3 +85,21 @@ def _veselova_closed_form(s: np.ndarray, p: np.ndarray, a: np.ndarray) -> tuple[
 def veselova_closed_form():
     """``f(s, p, a) -> (rhs, energy)``: the reduced Veselova field in closed form (oracle)."""
     return _veselova_closed_form
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A Dask client on a LocalCluster of two single-threaded worker processes, one per test
+    module (the modules of nhfast.distributed need dask[distributed])."""
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        silence_logs=logging.CRITICAL,
+    ) as cluster, Client(cluster) as c:  # fmt: skip
+        yield c

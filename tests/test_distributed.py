@@ -8,7 +8,6 @@ independent lanes, so any chunking must reproduce it exactly. A worker killed mi
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import time
@@ -18,7 +17,8 @@ import numpy as np
 import pytest
 import sympy as sp
 import zarr
-from distributed import Client, LocalCluster
+from distributed import Client
+from references.states import sphere_states
 
 import nhfast as nh
 from nhfast.distributed import integrate_ensemble, open_store, system_hash
@@ -29,25 +29,8 @@ A = 1.0 + np.arange(1, N + 1) / N  # a_i = 1 + i/n
 
 
 def initial_states(lanes: int, seed: int) -> np.ndarray:
-    """States on |gamma| = 1, gamma . m = 0 of the embedded Veselova system."""
-    rng = np.random.default_rng(seed)
-    g = rng.normal(size=(lanes, N))
-    g /= np.linalg.norm(g, axis=1, keepdims=True)
-    m = rng.normal(size=(lanes, N))
-    m -= np.sum(m * g, axis=1, keepdims=True) * g
-    return np.hstack([g, m])
-
-
-@pytest.fixture(scope="module")
-def client():
-    with LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        silence_logs=logging.CRITICAL,
-    ) as cluster, Client(cluster) as c:  # fmt: skip
-        yield c
+    """States on |gamma| = 1, gamma . m = 0 of the Veselova body at n = N."""
+    return sphere_states(N, lanes, seed)
 
 
 @pytest.fixture(scope="module")

@@ -8,16 +8,15 @@ computed again by a resumed run, which then equals a local run bit for bit.
 
 from __future__ import annotations
 
-import logging
 import os
 import stat
 
 import numpy as np
 import pytest
 import zarr
-from distributed import Client, LocalCluster
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from references.states import sphere_states
 
 import nhfast as nh
 from nhfast.distributed import integrate_ensemble, open_store
@@ -30,24 +29,8 @@ CHUNK = 20
 
 
 def _states(lanes: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    g = rng.normal(size=(lanes, N))
-    g /= np.linalg.norm(g, axis=1, keepdims=True)
-    m = rng.normal(size=(lanes, N))
-    m -= np.sum(m * g, axis=1, keepdims=True) * g
-    return np.hstack([g, m])
-
-
-@pytest.fixture(scope="module")
-def client():
-    with LocalCluster(
-        n_workers=1,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        silence_logs=logging.CRITICAL,
-    ) as cluster, Client(cluster) as c:  # fmt: skip
-        yield c
+    """States on |gamma| = 1, gamma . m = 0 of the Veselova body at n = N."""
+    return sphere_states(N, lanes, seed)
 
 
 @pytest.fixture(scope="module")

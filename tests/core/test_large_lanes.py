@@ -15,6 +15,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from references.states import sphere_states
 
 import nhfast as nh
 
@@ -34,12 +35,8 @@ def _system():
 
 
 def _states(lanes: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    g = rng.normal(size=(lanes, N))
-    g /= np.linalg.norm(g, axis=1, keepdims=True)
-    m = rng.normal(size=(lanes, N))
-    m -= np.sum(m * g, axis=1, keepdims=True) * g
-    return np.hstack([g, m])
+    """States on |gamma| = 1, gamma . m = 0 of the Veselova body at n = N."""
+    return sphere_states(N, lanes, seed)
 
 
 def _energy(x: np.ndarray, a: np.ndarray) -> np.ndarray:

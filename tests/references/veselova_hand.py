@@ -17,21 +17,13 @@ import sympy as sp
 
 from nhfast.codegen.indexed import IndexedProgram
 from nhfast.systems._common import Potential, potential_expr
+from nhfast.systems.veselova_body.embedded import VESELOVA_OBSERVABLES
 from nhfast.systems.veselova_body.formulas import (
     check_dimension,
     embedded_symbols,
     inertia_quadratic,
     inertia_symbols,
     log_density,
-)
-
-#: Observables of :func:`veselova_program`, in order.
-VESELOVA_OBSERVABLES = (
-    "energy",
-    "gamma_norm",
-    "momentum_constraint",
-    "log_density",
-    "sphere_defect",
 )
 
 
