@@ -9,8 +9,10 @@
  * passes: of NHT_VW lanes as one GCC/Clang vector value (nht_vw: 8 lanes with AVX-512, 4
  * with AVX, else 2), or of one lane (double). The recurrences (taylor_ops.h) are
  * instantiated for both types: nht_mul_1, nht_mul_v, ...
- * Every lane's arithmetic is its own and in a fixed order, with no contraction into FMA
- * (-std=c99), so a lane's results do not depend on the pass it ran in.
+ * Every lane's arithmetic is its own and in a fixed order, so a lane's results do not depend on
+ * the pass it ran in: the compiler contracts nothing into FMA (-std=c99), and the sums of the
+ * convolutions are fused multiply-adds written out (NHT_FMA: one rounding, the same in every
+ * pass; a product and an addition where the target has no FMA).
  *
  * A kernel generated for one fixed order (NHT_FIXED_ORDER defined before this header) also
  * gets the recurrences with every loop over the orders unrolled (nht_mul_1u, nht_mul_vu, ...):
@@ -45,7 +47,17 @@
 #define NHT_NOINLINE
 #endif
 
+/* a b + c with one rounding where the target has FMA (its instruction, inlined), else two */
+#if defined(__FMA__) || defined(__AVX512F__)
+#define NHT_HAVE_FMA 1
+static inline double nht_fma_d(double a, double b, double c) { return __builtin_fma(a, b, c); }
+#else
+#define NHT_HAVE_FMA 0
+static inline double nht_fma_d(double a, double b, double c) { return a * b + c; }
+#endif
+
 #define NHT_UNROLL
+#define NHT_FMA nht_fma_d
 #define NHT_T double
 #define NHT(f) f##_1
 #define NHT_LANES 1
@@ -79,6 +91,24 @@
 #define NHT_VW 2
 #endif
 typedef double nht_vw __attribute__((vector_size(NHT_VW * sizeof(double))));
+#if NHT_HAVE_FMA && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#endif
+static inline nht_vw nht_fma_v(nht_vw a, nht_vw b, nht_vw c) {
+#if NHT_HAVE_FMA && (defined(__x86_64__) || defined(__i386__)) && NHT_VW == 8
+    return (nht_vw)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
+#elif NHT_HAVE_FMA && (defined(__x86_64__) || defined(__i386__)) && NHT_VW == 4
+    return (nht_vw)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
+#elif NHT_HAVE_FMA && (defined(__x86_64__) || defined(__i386__)) && NHT_VW == 2
+    return (nht_vw)_mm_fmadd_pd((__m128d)a, (__m128d)b, (__m128d)c);
+#else
+    nht_vw r; /* element by element: the scalar pass's operation on each lane */
+    for (int l = 0; l < NHT_VW; ++l) r[l] = nht_fma_d(a[l], b[l], c[l]);
+    return r;
+#endif
+}
+#undef NHT_FMA
+#define NHT_FMA nht_fma_v
 #define NHT_T nht_vw
 #define NHT(f) f##_v
 #define NHT_LANES NHT_VW

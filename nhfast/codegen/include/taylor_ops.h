@@ -17,6 +17,9 @@
  * coefficients: only the *c* forms and the flags below read them, and only their value.
  */
 
+/* c - a b with one rounding (NHT_FMA: a b + c, see taylor.h) */
+#define NHT_FNMA(a, b, c) NHT_FMA(-(a), b, c)
+
 typedef struct {
     const NHT_T *p;
     int64_t js, is;
@@ -83,10 +86,10 @@ NHT_SMALL NHT_T NHT(nht_dot2)(NHT(nht_in) a, NHT(nht_in) b, int64_t m, int64_t j
     NHT_T e = NHT_ZERO, d = NHT_ZERO;
     int64_t j = j0;
     NHT_UNROLL for (; j + 1 <= j1; j += 2) {
-        e += NHT_ROW(a, j, i)[0] * NHT_ROW(b, m - j, i)[0];
-        d += NHT_ROW(a, j + 1, i)[0] * NHT_ROW(b, m - j - 1, i)[0];
+        e = NHT_FMA(NHT_ROW(a, j, i)[0], NHT_ROW(b, m - j, i)[0], e);
+        d = NHT_FMA(NHT_ROW(a, j + 1, i)[0], NHT_ROW(b, m - j - 1, i)[0], d);
     }
-    if (j <= j1) e += NHT_ROW(a, j, i)[0] * NHT_ROW(b, m - j, i)[0];
+    if (j <= j1) e = NHT_FMA(NHT_ROW(a, j, i)[0], NHT_ROW(b, m - j, i)[0], e);
     return e + d;
 }
 
@@ -103,7 +106,7 @@ NHT_SMALL void NHT(nht_submul1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a,
 NHT_SMALL void NHT(nht_sqr1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
     NHT_T s = NHT(nht_dot2)(a, a, k, 0, k > 0 ? (k - 1) / 2 : -1, 0);
     s = 2.0 * s;
-    if (k % 2 == 0) s += NHT_ROW(a, k / 2, 0)[0] * NHT_ROW(a, k / 2, 0)[0];
+    if (k % 2 == 0) s = NHT_FMA(NHT_ROW(a, k / 2, 0)[0], NHT_ROW(a, k / 2, 0)[0], s);
     o[k * ojs] = s;
 }
 
@@ -130,22 +133,22 @@ NHT_SMALL void NHT(nht_cube1)(int64_t k, NHT_T *o, int64_t ojs, NHT_T *s, NHT(nh
     NHT_UNROLL for (; j + 1 <= h; j += 2) {
         const NHT_T x0 = NHT_ROW(a, j, 0)[0], y0 = NHT_ROW(a, k - j, 0)[0];
         const NHT_T x1 = NHT_ROW(a, j + 1, 0)[0], y1 = NHT_ROW(a, k - j - 1, 0)[0];
-        sd += x0 * y0;
-        od += s[j * ojs] * y0 + s[(k - j) * ojs] * x0;
-        se += x1 * y1;
-        oe += s[(j + 1) * ojs] * y1 + s[(k - j - 1) * ojs] * x1;
+        sd = NHT_FMA(x0, y0, sd);
+        od = NHT_FMA(s[(k - j) * ojs], x0, NHT_FMA(s[j * ojs], y0, od));
+        se = NHT_FMA(x1, y1, se);
+        oe = NHT_FMA(s[(k - j - 1) * ojs], x1, NHT_FMA(s[(j + 1) * ojs], y1, oe));
     }
     if (j <= h) {
         const NHT_T x0 = NHT_ROW(a, j, 0)[0], y0 = NHT_ROW(a, k - j, 0)[0];
-        sd += x0 * y0;
-        od += s[j * ojs] * y0 + s[(k - j) * ojs] * x0;
+        sd = NHT_FMA(x0, y0, sd);
+        od = NHT_FMA(s[(k - j) * ojs], x0, NHT_FMA(s[j * ojs], y0, od));
     }
     NHT_T sk = 2.0 * (se + sd);
     NHT_T ok = oe + od;
     if (k % 2 == 0) {
         const NHT_T m = NHT_ROW(a, k / 2, 0)[0];
-        sk += m * m;
-        ok += s[(k / 2) * ojs] * m;
+        sk = NHT_FMA(m, m, sk);
+        ok = NHT_FMA(s[(k / 2) * ojs], m, ok);
     }
     s[k * ojs] = sk;
     o[k * ojs] = ok + (s[0] * NHT_ROW(a, k, 0)[0] + sk * NHT_ROW(a, 0, 0)[0]);
@@ -202,12 +205,12 @@ NHT_SMALL void NHT(nht_conv_blk)(int64_t k, int64_t i0, int W, NHT_T *ok, NHT(nh
         for (int c = 0; c < W; ++c) acc[c] = ok[i0 + c];
         NHT_UNROLL for (int64_t j = j0; j <= k; ++j)
             for (int c = 0; c < W; ++c)
-                acc[c] -= NHT_A1(a, j, i0 + c) * NHT_A1(b, k - j, i0 + c);
+                acc[c] = NHT_FNMA(NHT_A1(a, j, i0 + c), NHT_A1(b, k - j, i0 + c), acc[c]);
     } else {
         for (int c = 0; c < W; ++c) acc[c] = NHT_A1(a, 0, i0 + c) * NHT_A1(b, k, i0 + c);
         NHT_UNROLL for (int64_t j = 1; j <= k; ++j)
             for (int c = 0; c < W; ++c)
-                acc[c] += NHT_A1(a, j, i0 + c) * NHT_A1(b, k - j, i0 + c);
+                acc[c] = NHT_FMA(NHT_A1(a, j, i0 + c), NHT_A1(b, k - j, i0 + c), acc[c]);
     }
     for (int c = 0; c < W; ++c) ok[i0 + c] = acc[c];
 }
@@ -243,11 +246,12 @@ NHT_SMALL void NHT(nht_sqr_blk)(int64_t k, int64_t i0, int W, NHT_T *ok, NHT(nht
     NHT_T acc[NHT_BLK_MAX];
     for (int c = 0; c < W; ++c) acc[c] = NHT_ZERO;
     NHT_UNROLL for (int64_t j = 0; 2 * j < k; ++j)
-        for (int c = 0; c < W; ++c) acc[c] += NHT_A1(a, j, i0 + c) * NHT_A1(a, k - j, i0 + c);
+        for (int c = 0; c < W; ++c)
+            acc[c] = NHT_FMA(NHT_A1(a, j, i0 + c), NHT_A1(a, k - j, i0 + c), acc[c]);
     for (int c = 0; c < W; ++c) acc[c] = 2.0 * acc[c];
     if (k % 2 == 0)
         for (int c = 0; c < W; ++c)
-            acc[c] += NHT_A1(a, k / 2, i0 + c) * NHT_A1(a, k / 2, i0 + c);
+            acc[c] = NHT_FMA(NHT_A1(a, k / 2, i0 + c), NHT_A1(a, k / 2, i0 + c), acc[c]);
     for (int c = 0; c < W; ++c) ok[i0 + c] = acc[c];
 }
 
@@ -286,10 +290,12 @@ NHT_SMALL void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
 #define NHT_KEEP(x, y, used) ((void)0)
 #endif
 #define NHT_PICK(v, q) ((q) == 0 ? v##0 : (q) == 1 ? v##1 : (q) == 2 ? v##2 : v##3)
-#define NHT_TERM(a, b)                                                                          \
-    ((a) == (b) ? NHT_PICK(x, a) * NHT_PICK(y, a)                                               \
-                : NHT_PICK(x, a) * NHT_PICK(y, b) + NHT_PICK(x, b) * NHT_PICK(y, a))
-#define NHT_MID(a, b) (NHT_PICK(m, a) * NHT_PICK(m, b))
+/* s + x_a y_b (+ x_b y_a): the running sum s of a product's pairs with one or two terms */
+#define NHT_TERM(a, b, s)                                                                       \
+    ((a) == (b) ? NHT_FMA(NHT_PICK(x, a), NHT_PICK(y, a), s)                                    \
+                : NHT_FMA(NHT_PICK(x, b), NHT_PICK(y, a),                                       \
+                          NHT_FMA(NHT_PICK(x, a), NHT_PICK(y, b), s)))
+#define NHT_MID(a, b, r) NHT_FMA(NHT_PICK(m, a), NHT_PICK(m, b), r)
 NHT_SMALL void NHT(nht_prods_blk)(int64_t k, int64_t i0, int W, int np, NHT_T *o0,
                                   int64_t oj0, NHT_T *o1, int64_t oj1, NHT_T *o2, int64_t oj2,
                                   int nop, NHT(nht_in) a0, NHT(nht_in) a1, NHT(nht_in) a2,
@@ -310,9 +316,9 @@ NHT_SMALL void NHT(nht_prods_blk)(int64_t k, int64_t i0, int W, int np, NHT_T *o
             NHT_KEEP(x1, y1, nop > 1);
             NHT_KEEP(x2, y2, nop > 2);
             NHT_KEEP(x3, y3, nop > 3);
-            s0[c] += NHT_TERM(pa0, pb0);
-            if (np > 1) s1[c] += NHT_TERM(pa1, pb1);
-            if (np > 2) s2[c] += NHT_TERM(pa2, pb2);
+            s0[c] = NHT_TERM(pa0, pb0, s0[c]);
+            if (np > 1) s1[c] = NHT_TERM(pa1, pb1, s1[c]);
+            if (np > 2) s2[c] = NHT_TERM(pa2, pb2, s2[c]);
         }
     const int even = k % 2 == 0;
     for (int c = 0; c < W; ++c) {
@@ -321,16 +327,16 @@ NHT_SMALL void NHT(nht_prods_blk)(int64_t k, int64_t i0, int W, int np, NHT_T *o
         const NHT_T m2 = nop > 2 ? NHT_A1(a2, k / 2, i0 + c) : NHT_ZERO;
         const NHT_T m3 = nop > 3 ? NHT_A1(a3, k / 2, i0 + c) : NHT_ZERO;
         NHT_T r = pa0 == pb0 ? 2.0 * s0[c] : s0[c];
-        if (even) r += NHT_MID(pa0, pb0);
+        if (even) r = NHT_MID(pa0, pb0, r);
         o0[k * oj0 + i0 + c] = r;
         if (np > 1) {
             r = pa1 == pb1 ? 2.0 * s1[c] : s1[c];
-            if (even) r += NHT_MID(pa1, pb1);
+            if (even) r = NHT_MID(pa1, pb1, r);
             o1[k * oj1 + i0 + c] = r;
         }
         if (np > 2) {
             r = pa2 == pb2 ? 2.0 * s2[c] : s2[c];
-            if (even) r += NHT_MID(pa2, pb2);
+            if (even) r = NHT_MID(pa2, pb2, r);
             o2[k * oj2 + i0 + c] = r;
         }
     }
@@ -360,7 +366,8 @@ NHT_SMALL void NHT(nht_div_blk)(int64_t k, int64_t i0, int W, NHT_T *o, int64_t 
     for (int c = 0; c < W; ++c)
         acc[c] = a_const ? (k == 0 ? a.p[(i0 + c) * a.is] : NHT_ZERO) : NHT_A1(a, k, i0 + c);
     NHT_UNROLL for (int64_t j = 1; j <= k; ++j)
-        for (int c = 0; c < W; ++c) acc[c] -= NHT_A1(b, j, i0 + c) * o[(k - j) * ojs + i0 + c];
+        for (int c = 0; c < W; ++c)
+            acc[c] = NHT_FNMA(NHT_A1(b, j, i0 + c), o[(k - j) * ojs + i0 + c], acc[c]);
     for (int c = 0; c < W; ++c)
         o[k * ojs + i0 + c] = k == 0         ? acc[c] / NHT_A1(b, 0, i0 + c)
                               : a_const == 2 ? acc[c] * o[i0 + c]
@@ -392,7 +399,7 @@ NHT_SMALL void NHT(nht_recip_cs_blk)(int64_t k, int64_t i0, int W, NHT_T *o, int
     for (int q = 0; q < W; ++q) acc[q] = NHT_ZERO;
     NHT_UNROLL for (int64_t j = 1; j <= k; ++j) {
         const NHT_T sj = NHT_A1(s, j, 0);
-        for (int q = 0; q < W; ++q) acc[q] -= sj * o[(k - j) * ojs + i0 + q];
+        for (int q = 0; q < W; ++q) acc[q] = NHT_FNMA(sj, o[(k - j) * ojs + i0 + q], acc[q]);
     }
     for (int q = 0; q < W; ++q) o[k * ojs + i0 + q] = acc[q] * o[i0 + q];
 }
@@ -420,7 +427,8 @@ NHT_SMALL void NHT(nht_pow)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
         }
         NHT_T s = NHT_ZERO;
         NHT_UNROLL for (int64_t j = 0; j < k; ++j)
-            s += (alpha * (double)(k - j) - (double)j) * NHT_ROW(a, k - j, i)[0] * o[j * ojs + i];
+            s = NHT_FMA((alpha * (double)(k - j) - (double)j) * NHT_ROW(a, k - j, i)[0],
+                        o[j * ojs + i], s);
         o[k * ojs + i] = s * (1.0 / ((double)k * NHT_ROW(a, 0, i)[0]));
     }
 }
@@ -435,9 +443,10 @@ NHT_SMALL void NHT(nht_sqrt)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(n
             continue;
         }
         NHT_T s = NHT_ZERO;
-        NHT_UNROLL for (int64_t j = 1; 2 * j < k; ++j) s += o[j * ojs + i] * o[(k - j) * ojs + i];
+        NHT_UNROLL for (int64_t j = 1; 2 * j < k; ++j)
+            s = NHT_FMA(o[j * ojs + i], o[(k - j) * ojs + i], s);
         s = 2.0 * s;
-        if (k % 2 == 0) s += o[(k / 2) * ojs + i] * o[(k / 2) * ojs + i];
+        if (k % 2 == 0) s = NHT_FMA(o[(k / 2) * ojs + i], o[(k / 2) * ojs + i], s);
         o[k * ojs + i] = (NHT_ROW(a, k, i)[0] - s) * (0.5 / o[i]);
     }
 }
@@ -451,7 +460,7 @@ NHT_SMALL void NHT(nht_chain_blk)(int64_t k, int64_t i0, int W, NHT_T *ok, NHT(n
     for (int c = 0; c < W; ++c) acc[c] = NHT_A1(a, 1, i0 + c) * NHT_A1(e, k - 1, i0 + c);
     NHT_UNROLL for (int64_t j = 2; j <= k; ++j)
         for (int c = 0; c < W; ++c)
-            acc[c] += (double)j * NHT_A1(a, j, i0 + c) * NHT_A1(e, k - j, i0 + c);
+            acc[c] = NHT_FMA((double)j * NHT_A1(a, j, i0 + c), NHT_A1(e, k - j, i0 + c), acc[c]);
     for (int c = 0; c < W; ++c) ok[i0 + c] = (s / (double)k) * acc[c];
 }
 
@@ -477,7 +486,7 @@ NHT_SMALL void NHT(nht_log)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
         }
         NHT_T s = NHT_ZERO;
         NHT_UNROLL for (int64_t j = 1; j < k; ++j)
-            s += (double)j * o[j * ojs + i] * NHT_ROW(a, k - j, i)[0];
+            s = NHT_FMA((double)j * o[j * ojs + i], NHT_ROW(a, k - j, i)[0], s);
         o[k * ojs + i] = (NHT_ROW(a, k, i)[0] - (1.0 / (double)k) * s) * (1.0 / NHT_ROW(a, 0, i)[0]);
     }
 }
@@ -576,3 +585,4 @@ NHT_SMALL void NHT(nht_matvec)(int64_t k, int64_t n, NHT_T *o, int64_t ojs, cons
         o[k * ojs + i] = s;
     }
 }
+#undef NHT_FNMA
