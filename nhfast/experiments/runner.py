@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from nhfast._progress import Heartbeat, Progress
 from nhfast.analysis.drift import constraint_residual, energy_error
 from nhfast.analysis.result import Check, Report
 from nhfast.distributed import integrate_ensemble
 from nhfast.errors import IntegrationWarning, UsageError
-from nhfast.experiments._progress import Heartbeat, Progress
 from nhfast.experiments.catalogue import STRUCTURED, STRUCTURED_N, get_example
 from nhfast.experiments.checks import (
     DISCOVERY_SAMPLES,
@@ -107,18 +107,7 @@ def integrate_in_chunks(
                     )
                 )
             bar.update()
-    if len(parts) == 1:
-        return parts[0]
-    return IntegrationResult(
-        t=parts[0].t,
-        y=np.concatenate([p.y for p in parts]),
-        status=np.concatenate([p.status for p in parts]),
-        stats={k: np.concatenate([p.stats[k] for p in parts]) for k in parts[0].stats},
-        method=method,
-        observables={
-            k: np.concatenate([p.observables[k] for p in parts]) for k in parts[0].observables
-        },
-    )
+    return IntegrationResult.concatenate(parts)
 
 
 class _Stages:

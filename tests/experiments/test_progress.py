@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from nhfast.experiments._progress import Heartbeat, Progress
+from nhfast._progress import Heartbeat, Progress
 
 
 def test_progress_draws_only_when_enabled():
