@@ -2,17 +2,15 @@
 
 The public API of the runtime: symbolic vector fields, the batch integrators and their
 errors. Geometry lives in ``nhfast.symbolic``, the example systems in ``nhfast.systems``,
-checks on trajectories in ``nhfast.analysis``. ``integrate`` loads the compiled core on first
-use.
+checks on trajectories in ``nhfast.analysis``. The symbolic layers (``nhfast.symbolic``,
+``nhfast.codegen``, the vector fields) import without the compiled core; where it is missing
+or does not load, the integration names below raise that ``ImportError`` when first used.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from nhfast import distributed as _distributed
-from nhfast import hamiltonised as _hamiltonised
-from nhfast import integrate as _integrate
 from nhfast._version import __version__
 from nhfast.codegen import IndexedProgram
 from nhfast.errors import (
@@ -25,17 +23,28 @@ from nhfast.errors import (
     IntegrationWarning,
     UsageError,
 )
-from nhfast.hamiltonised import GAUSS_METHODS, TimeChangedSystem
-from nhfast.integrate import HAMILTONISED, METHODS, STATUS, IntegrationResult
 from nhfast.structured_field import StructuredVectorField
 from nhfast.vectorfield import HamiltonianSystem, LinearSolve, VectorField
 
-__all__ = [
-    "VectorField",
-    "HamiltonianSystem",
-    "LinearSolve",
-    "StructuredVectorField",
-    "IndexedProgram",
+try:
+    from nhfast import _core  # noqa: F401 - the compiled core, loaded once here
+except ImportError as _exc:  # symbolic work goes on without it
+    _CORE_ERROR: ImportError | None = _exc
+else:
+    _CORE_ERROR = None
+    from nhfast import hamiltonised as _hamiltonised
+    from nhfast import integrate as _integrate
+
+    # re-exported (the names of _NUMERIC)
+    from nhfast.hamiltonised import GAUSS_METHODS as GAUSS_METHODS
+    from nhfast.hamiltonised import TimeChangedSystem as TimeChangedSystem
+    from nhfast.integrate import HAMILTONISED as HAMILTONISED
+    from nhfast.integrate import METHODS as METHODS
+    from nhfast.integrate import STATUS as STATUS
+    from nhfast.integrate import IntegrationResult as IntegrationResult
+
+#: The names that need the compiled core.
+_NUMERIC = (
     "integrate",
     "integrate_hamiltonised",
     "IntegrationResult",
@@ -44,6 +53,25 @@ __all__ = [
     "HAMILTONISED",
     "GAUSS_METHODS",
     "STATUS",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _NUMERIC and _CORE_ERROR is not None:
+        raise ImportError(
+            f"nhfast.{name} needs nhfast's compiled core, which did not load ({_CORE_ERROR}); "
+            "reinstall nhfast (a wheel, or from source with a C compiler)"
+        ) from _CORE_ERROR
+    raise AttributeError(f"module 'nhfast' has no attribute {name!r}")
+
+
+__all__ = [
+    "VectorField",
+    "HamiltonianSystem",
+    "LinearSolve",
+    "StructuredVectorField",
+    "IndexedProgram",
+    *_NUMERIC,
     "CompilationError",
     "IntegrationError",
     "IntegrationWarning",
@@ -55,10 +83,11 @@ __all__ = [
     "__version__",
 ]
 
-integrate = _integrate.integrate
+if _CORE_ERROR is None:
+    integrate = _integrate.integrate
 
 
-def integrate_hamiltonised(
+def _integrate_hamiltonised(
     system: Any, *args: Any, phi: Any = None, **kwargs: Any
 ) -> IntegrationResult:
     """Integrate a phi-simple Chaplygin system in Hamiltonised form (measure preserving).
@@ -81,6 +110,6 @@ def integrate_hamiltonised(
     return _hamiltonised.integrate_hamiltonised(tcs, *args, **kwargs)
 
 
-# integrate hands a hamiltonised-* method and a run on a cluster to these (a layer above it)
-_integrate.HANDOFF["hamiltonised"] = integrate_hamiltonised
-_integrate.HANDOFF["client"] = _distributed.integrate_ensemble
+if _CORE_ERROR is None:
+    integrate_hamiltonised = _integrate_hamiltonised
+    integrate_hamiltonised.__name__ = integrate_hamiltonised.__qualname__ = "integrate_hamiltonised"

@@ -1,16 +1,20 @@
-"""The kernel ABI in Python: constants read from the compiled core, never retyped.
+"""The kernel ABI in Python: constants read from the C headers, never retyped.
 
-``nhfast/codegen/include/nh_abi.h`` (kernel ABI) and ``csrc/nh_core.h`` (methods, statistics)
-are the only definitions; :mod:`nhfast._core` exports their values and this module gives
-them the names the rest of the package uses. ``tests/core/test_abi.py`` parses the headers
-and checks both.
+``nhfast/codegen/include/nh_abi.h`` (kernel ABI) and ``csrc/nh_core.h`` (methods, statistics,
+the core's own status codes) are the only definitions. The kernel ABI is read from the shipped
+``nh_abi.h`` itself, so the code generators (:mod:`nhfast.codegen`) and the symbolic layer
+import without the compiled core; the core's constants (``METHODS``, ``ADAPTIVE``, ``STATS``,
+``STIFF``, and ``ERR``, ``LANE``, ``STATUS``, which add the core's codes to the kernels') come
+from :mod:`nhfast._core` on first use. ``tests/core/test_abi.py`` parses the headers and checks
+both.
 """
 
 from __future__ import annotations
 
+import re
+from functools import cache
 from pathlib import Path
-
-from nhfast import _core
+from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "ABI_VERSION",
@@ -21,6 +25,7 @@ __all__ = [
     "INCLUDE_DIR",
     "INFO",
     "INFO_LEN",
+    "KERNEL_ERR",
     "LANE",
     "METHODS",
     "STATS",
@@ -37,16 +42,34 @@ __all__ = [
 #: include; the compile command gets ``-I`` of it and the cache key hashes its headers.
 INCLUDE_DIR = Path(__file__).resolve().parent / "codegen" / "include"
 
+_DEFINE = re.compile(r"^#define\s+(NH_\w+)\s+\(?(-?\d+)\)?\s*(?:/\*.*)?$", re.MULTILINE)
+
+
+def _kernel_abi() -> dict[str, int]:
+    """Every integer ``#define NH_* value`` of the shipped ``nh_abi.h``."""
+    text = (INCLUDE_DIR / "nh_abi.h").read_text(encoding="utf-8")
+    return {name: int(value) for name, value in _DEFINE.findall(text)}
+
+
+def _group(defines: dict[str, int], prefix: str, skip: tuple[str, ...] = ()) -> dict[str, int]:
+    """``{"name": value}`` of the macros ``NH_<prefix>_<NAME>``, lower-cased, in value order."""
+    found = {
+        k[len(prefix) :].lower(): v
+        for k, v in defines.items()
+        if k.startswith(prefix) and k[len(prefix) :] not in skip
+    }
+    return dict(sorted(found.items(), key=lambda kv: abs(kv[1])))
+
+
+_KERNEL = _kernel_abi()
 #: ``NH_ABI_VERSION``: the version a kernel library reports in its info array.
-ABI_VERSION: int = _core.ABI_VERSION
+ABI_VERSION: int = _KERNEL["NH_ABI_VERSION"]
 #: Length of a kernel library's info array, and the index of each entry (``NH_INFO_*``).
-INFO_LEN: int = _core.INFO_LEN
-INFO: dict[str, int] = dict(_core.INFO)
-#: Kernel return codes: ``"ok"`` (``NH_OK``) and the negative ``NH_ERR_*``.
-ERR: dict[str, int] = dict(_core.ERR)
-#: Per-lane integration status ``NH_LANE_*``: ``"ok"``, ``"nonfinite"``, ``"step_underflow"``,
-#: ``"max_steps"``, ``"not_converged"``, ``"interrupted"``, ``"stiff"``, ``"left_domain"``.
-LANE: dict[str, int] = dict(_core.LANE)
+INFO_LEN: int = _KERNEL["NH_INFO_LEN"]
+INFO: dict[str, int] = _group(_KERNEL, "NH_INFO_", skip=("LEN",))
+#: Kernel return codes: ``"ok"`` (``NH_OK``) and the negative ``NH_ERR_*`` of the kernel ABI
+#: (:data:`ERR` adds the core's).
+KERNEL_ERR: dict[str, int] = {"ok": _KERNEL["NH_OK"], **_group(_KERNEL, "NH_ERR_")}
 
 #: Kernel family -> suffix of its ``NH_HAS_*`` flag and of its key in ``_core.HAS``.
 _FLAG = {
@@ -59,7 +82,7 @@ _FLAG = {
     "taylor": "TAYLOR",
 }
 #: Bits of the ``flags`` entry of a kernel library's info array, per kernel family.
-HAS: dict[str, int] = {family: _core.HAS[c.lower()] for family, c in _FLAG.items()}
+HAS: dict[str, int] = {family: _KERNEL[f"NH_HAS_{c}"] for family, c in _FLAG.items()}
 #: C macro of each family's bit, for generated sources (``NH_HAS_RHS`` ...).
 FLAG_MACRO: dict[str, str] = {family: f"NH_HAS_{c}" for family, c in _FLAG.items()}
 #: Exported C symbol of each kernel family.
@@ -72,39 +95,76 @@ DERIVE_SYMBOL = "nh_derive"
 RHS_DERIVED_SYMBOL = "nh_rhs_derived"
 
 #: ``NH_TAYLOR_MAX_ORDER``: the largest order of the Taylor method (its kernel's ``order``).
-TAYLOR_MAX_ORDER: int = _core.TAYLOR_MAX_ORDER
+TAYLOR_MAX_ORDER: int = _KERNEL["NH_TAYLOR_MAX_ORDER"]
 
-#: Integration method name -> ``enum nh_method`` code.
-METHODS: dict[str, int] = dict(_core.METHOD)
-#: Methods with adaptive step-size control (``NH_ADAPTIVE_MASK``).
-ADAPTIVE: frozenset[str] = frozenset(
-    name for name, code in METHODS.items() if (_core.ADAPTIVE_MASK >> code) & 1
-)
-#: Per-lane status code -> message.
-STATUS: dict[int, str] = {
-    LANE["ok"]: "ok",
-    LANE["nonfinite"]: "non-finite state",
-    LANE["step_underflow"]: "step size underflow",
-    LANE["max_steps"]: "maximum number of steps reached",
-    LANE["not_converged"]: "implicit stage equations did not converge",
-    LANE["interrupted"]: "interrupted before the end (the run was stopped by a signal)",
-    LANE["stiff"]: "the problem became stiff (Hairer's stiffness test)",
-    LANE["left_domain"]: "left its domain (a condition expr > 0 of the system's domain failed)",
-}
-#: Hairer's stiffness test (``NH_STIFF_*`` in nh_core.h): ``"positives"`` estimates of
-#: h|lambda| above the method's stability bound declare a trajectory stiff; ``"reset"``
-#: consecutive ones below reset the count.
-STIFF: dict[str, int] = dict(_core.STIFF)
-#: Names of the per-lane statistics, in the column order of the core (``NH_STAT_*``).
-STATS: tuple[str, ...] = tuple(
-    name
-    for _, name in sorted(
-        (_core.STAT[c], name)
-        for c, name in (
-            ("steps", "steps"),
-            ("rhs", "rhs_evals"),
-            ("rejected", "rejected"),
-            ("iter", "iterations"),
-        )
-    )
-)
+#: The core's constants, resolved from :mod:`nhfast._core` on first use (module
+#: ``__getattr__``): a missing or broken core fails there, with the import's own error.
+_CORE_NAMES = ("METHODS", "ADAPTIVE", "ERR", "LANE", "STATUS", "STIFF", "STATS")
+
+
+@cache
+def _core_constants() -> dict[str, Any]:
+    from nhfast import _core
+
+    lane = dict(_core.LANE)
+    methods = dict(_core.METHOD)
+    return {
+        #: Integration method name -> ``enum nh_method`` code.
+        "METHODS": methods,
+        #: Methods with adaptive step-size control (``NH_ADAPTIVE_MASK``).
+        "ADAPTIVE": frozenset(
+            name for name, code in methods.items() if (_core.ADAPTIVE_MASK >> code) & 1
+        ),
+        #: Return codes: the kernels' (:data:`KERNEL_ERR`) and the core's (``interrupted``).
+        "ERR": dict(_core.ERR),
+        #: Per-lane integration status ``NH_LANE_*``: ``"ok"``, ``"nonfinite"``,
+        #: ``"step_underflow"``, ``"max_steps"``, ``"not_converged"``, ``"interrupted"``,
+        #: ``"stiff"``, ``"left_domain"``.
+        "LANE": lane,
+        #: Per-lane status code -> message.
+        "STATUS": {
+            lane["ok"]: "ok",
+            lane["nonfinite"]: "non-finite state",
+            lane["step_underflow"]: "step size underflow",
+            lane["max_steps"]: "maximum number of steps reached",
+            lane["not_converged"]: "implicit stage equations did not converge",
+            lane["interrupted"]: "interrupted before the end (the run was stopped by a signal)",
+            lane["stiff"]: "the problem became stiff (Hairer's stiffness test)",
+            lane["left_domain"]: (
+                "left its domain (a condition expr > 0 of the system's domain failed)"
+            ),
+        },
+        #: Hairer's stiffness test (``NH_STIFF_*`` in nh_core.h): ``"positives"`` estimates of
+        #: h|lambda| above the method's stability bound declare a trajectory stiff;
+        #: ``"reset"`` consecutive ones below reset the count.
+        "STIFF": dict(_core.STIFF),
+        #: Names of the per-lane statistics, in the column order of the core (``NH_STAT_*``).
+        "STATS": tuple(
+            name
+            for _, name in sorted(
+                (_core.STAT[c], name)
+                for c, name in (
+                    ("steps", "steps"),
+                    ("rhs", "rhs_evals"),
+                    ("rejected", "rejected"),
+                    ("iter", "iterations"),
+                )
+            )
+        ),
+    }
+
+
+if TYPE_CHECKING:  # the core's constants, for type checkers (values: _core_constants)
+    METHODS: dict[str, int]
+    ADAPTIVE: frozenset[str]
+    ERR: dict[str, int]
+    LANE: dict[str, int]
+    STATUS: dict[int, str]
+    STIFF: dict[str, int]
+    STATS: tuple[str, ...]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CORE_NAMES:
+        return _core_constants()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

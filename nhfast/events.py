@@ -11,6 +11,7 @@ turns the core's records into :class:`EventRecord` and the per-lane statuses.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,6 +86,21 @@ class EventRecord:
         y = np.empty((ntraj, width, n))
         y.fill(np.nan)
         return cls(t=t, which=which, y=y, count=np.zeros(ntraj, dtype=np.int64))
+
+    @classmethod
+    def concatenate(cls, parts: Sequence[EventRecord]) -> EventRecord:
+        """The records of ``parts``' trajectories in order, as wide as the widest part."""
+        width = max(p.t.shape[1] for p in parts)
+        out = cls.empty(sum(p.t.shape[0] for p in parts), width, parts[0].y.shape[2])
+        row = 0
+        for p in parts:
+            m, w = p.t.shape
+            out.t[row : row + m, :w] = p.t
+            out.which[row : row + m, :w] = p.which
+            out.y[row : row + m, :w] = p.y
+            out.count[row : row + m] = p.count
+            row += m
+        return out
 
 
 @dataclass(frozen=True)

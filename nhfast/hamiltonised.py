@@ -17,7 +17,6 @@ or 6 for ``midpoint``, ``gauss4``, ``gauss6``).
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,7 +32,7 @@ from nhfast._validate import (
 )
 from nhfast.errors import IntegrationWarning
 from nhfast.integrate import IntegrationResult, integrate, report_failures
-from nhfast.vectorfield import VectorField
+from nhfast.symbolic.time_change import TimeChangedSystem
 
 __all__ = ["GAUSS_METHODS", "TimeChangedSystem", "integrate_hamiltonised"]
 
@@ -41,69 +40,6 @@ __all__ = ["GAUSS_METHODS", "TimeChangedSystem", "integrate_hamiltonised"]
 GAUSS_METHODS = {"midpoint": 2, "gauss4": 4, "gauss6": 6}
 
 _EPS = np.finfo(float).eps
-
-
-@dataclass
-class TimeChangedSystem:
-    """A Hamiltonised Chaplygin system ready for integration in ``tau``.
-
-    Attributes
-    ----------
-    hamiltonised : nhfast.symbolic.chaplygin.HamiltonisedSystem
-        ``(s, ptilde)``, ``Htilde``, ``phi`` and the ``tau``-equations.
-    rank : int
-        ``r``, the dimension of the shape space.
-    tau_field : VectorField
-        States ``(s, ptilde, t)``: the canonical ``tau``-equations and ``dt/dtau = exp(-phi)``;
-        observables ``energy`` (``Htilde``) and ``phi``.
-    step_field : VectorField
-        ``tau_field`` with its right-hand side multiplied by one more parameter ``dtau`` (last):
-        one Gauss step of size 1 of ``step_field`` is one Gauss step of size ``dtau`` of
-        ``tau_field`` (Runge-Kutta schemes commute with this rescaling).
-    name : str
-    domain_field : VectorField or None
-        The ``tau``-system carrying the chart's domain (checked on initial states only).
-    obs_index : dict
-        Observable name (``energy``, ``phi``) -> its column in ``tau_field``'s observables.
-    """
-
-    hamiltonised: Any
-    rank: int
-    tau_field: VectorField
-    step_field: VectorField
-    name: str = "hamiltonised"
-    domain_field: VectorField | None = None
-    obs_index: dict = field(default_factory=dict, repr=False)
-
-    @property
-    def n_params(self) -> int:
-        """Number of parameters of the system (not counting ``dtau``)."""
-        return self.tau_field.n_params
-
-    def phi(self, s: np.ndarray, params: np.ndarray) -> np.ndarray:
-        """``phi(s)`` for rows ``s`` of shape ``(m, r)``; ``params`` of shape ``(m, n_params)``."""
-        s = np.asarray(s, dtype=float)
-        z = np.zeros((s.shape[0], self.tau_field.n_state))
-        z[:, : self.rank] = s
-        obs = self.tau_field.evaluate("observables", z, params=params)
-        return obs[:, self.obs_index["phi"]]
-
-    def hamiltonian(self, z: np.ndarray, params: np.ndarray) -> np.ndarray:
-        """``Htilde`` at rows ``z = (s, ptilde, t)``."""
-        obs = self.tau_field.evaluate("observables", z, params=params)
-        return obs[:, self.obs_index["energy"]]
-
-    def to_tilde(self, x: np.ndarray, params: np.ndarray) -> np.ndarray:
-        """``(s, p) -> (s, ptilde = exp(phi) p)`` row-wise."""
-        r = self.rank
-        ph = self.phi(x[:, :r], params)
-        return np.hstack([x[:, :r], np.exp(ph)[:, None] * x[:, r : 2 * r]])
-
-    def from_tilde(self, z: np.ndarray, params: np.ndarray) -> np.ndarray:
-        """``(s, ptilde) -> (s, p = exp(-phi) ptilde)`` row-wise (extra columns ignored)."""
-        r = self.rank
-        ph = self.phi(z[:, :r], params)
-        return np.hstack([z[:, :r], np.exp(-ph)[:, None] * z[:, r : 2 * r]])
 
 
 def integrate_hamiltonised(

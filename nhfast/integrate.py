@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import inspect
 import math
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -138,6 +137,46 @@ class IntegrationResult:
         }  # fmt: skip
         return res
 
+    @classmethod
+    def concatenate(cls, parts: Sequence[IntegrationResult]) -> IntegrationResult:
+        """One result of the trajectories of ``parts`` in order (runs of chunks of a batch).
+
+        The parts share the output times and the method; stats, observables, ``t_reached``
+        and events are joined where every part has them (event records padded to the widest).
+
+        Raises
+        ------
+        ValueError
+            No parts, or parts with other output times or another method.
+        """
+        parts = list(parts)
+        if not parts:
+            raise ValueError("parts: at least one result to concatenate, got none")
+        first = parts[0]
+        for i, p in enumerate(parts[1:], 1):
+            if p.method != first.method or not np.array_equal(p.t, first.t):
+                raise ValueError(
+                    f"parts[{i}]: another method or other output times than parts[0] "
+                    f"({p.method!r} against {first.method!r})"
+                )
+        if len(parts) == 1:
+            return first
+        obs_names = [k for k in first.observables if all(k in p.observables for p in parts)]
+        res = cls(
+            t=first.t,
+            y=np.concatenate([p.y for p in parts]),
+            status=np.concatenate([p.status for p in parts]),
+            stats={k: np.concatenate([p.stats[k] for p in parts]) for k in first.stats},
+            method=first.method,
+            observables={k: np.concatenate([p.observables[k] for p in parts]) for k in obs_names},
+        )
+        if all(p.t_reached is not None for p in parts):
+            res.t_reached = np.concatenate([np.broadcast_to(p.t_reached, p.status.shape)
+                                            for p in parts])  # fmt: skip
+        if all(p.events is not None for p in parts):
+            res.events = EventRecord.concatenate([p.events for p in parts])
+        return res
+
     def __getstate__(self) -> dict[str, Any]:
         for name in ["stats", *self.__dict__.get("_deferred", ())]:
             getattr(self, name)  # computed now: the builders do not pickle
@@ -258,8 +297,6 @@ def integrate(
     max_events: int = 100,
     order: int | None = None,
     watch_domain: bool = True,
-    client: Any = None,
-    **ensemble: Any,
 ) -> IntegrationResult:
     """Integrate a batch of trajectories of ``system`` in the compiled core.
 
@@ -270,8 +307,7 @@ def integrate(
         Initial states.
     t_eval : array_like, shape (n_t,)
         Strictly monotonic output times; ``t_eval[0]`` is the initial time.
-    method : {"rk4", "dopri5", "dop853", "taylor", "leapfrog", "midpoint", "gauss4", "gauss6", \
-"hamiltonised-gauss6", "hamiltonised-gauss4", "hamiltonised-midpoint"}
+    method : {"rk4", "dopri5", "dop853", "taylor", "leapfrog", "midpoint", "gauss4", "gauss6"}
         Adaptive embedded pairs (``dopri5``, ``dop853``), the adaptive Taylor-series method
         (``taylor``: the series of the solution to order ``order`` from the system's Taylor
         kernel, ``system.compile_taylor()``, one kernel call per step; step size per
@@ -282,11 +318,9 @@ def integrate(
         fixed-step schemes; ``leapfrog``
         (Stormer-Verlet) needs a separable partitioned system, the Gauss-Legendre schemes
         (``midpoint``, ``gauss4``, ``gauss6``) are symplectic for Hamiltonian systems.
-        ``hamiltonised-*``: ``system`` is a phi-simple Chaplygin system, ``x0 = (s, p)``; it
-        is integrated in Hamiltonised form with the Gauss scheme and step ``h`` in ``tau``
-        (measure preserving; see :func:`nhfast.integrate_hamiltonised`, which gets
-        ``params``, ``h``, ``threads``, ``observables``, ``max_steps``, ``tol``,
-        ``max_iter``, ``keep_failed``, ``block``; the other options do not apply).
+        A phi-simple Chaplygin system in Hamiltonised form (measure preserving) runs with
+        :func:`nhfast.integrate_hamiltonised`; a batch on a Dask cluster with
+        :func:`nhfast.distributed.integrate_ensemble`.
     rtol, atol : float
         Tolerances of the adaptive methods (``taylor``: with ``order`` None, the order
         ``p0 = ceil(1 - ln(min(rtol, atol)) / 2)``, at least 2, as heyoka; a right-hand side
@@ -374,13 +408,6 @@ def integrate(
         (A lane with more than ``max_events`` records of the user's events that ends at one
         of the user's terminal events and a domain crossing at once counts as ended by the
         user's event.)
-    client : distributed.Client, optional
-        Run the batch on a Dask cluster, one task per chunk of trajectories
-        (:func:`nhfast.distributed.integrate_ensemble`, which takes the options it lists).
-    **ensemble
-        With ``client``: ``chunk``, ``store``, ``resume``, ``progress`` of
-        :func:`nhfast.distributed.integrate_ensemble`.
-
     Returns
     -------
     IntegrationResult
@@ -397,7 +424,7 @@ def integrate(
     # a call like the last checked one of this system: one compiled pass (_core.PreparedCall)
     entry = peek(system, "call_plan")
     prepared = None if entry is None or entry[0] is None else entry[0].prepared
-    if prepared is not None and client is None and not ensemble:
+    if prepared is not None:
         res = prepared(
             x0, t_eval, params, method, rtol, atol, h, threads, observables, max_steps, hmax,
             tol, max_iter, keep_failed, block, stiffness_check, dense, events, max_events,
@@ -405,16 +432,15 @@ def integrate(
         )  # fmt: skip
         if res is not None:
             return res
-    if client is not None or ensemble or (isinstance(method, str) and method in HAMILTONISED):
-        given = {
-            k: v for k, v in locals().items() if k in _DEFAULTS and v is not _DEFAULTS[k]
-        }  # the options passed (a value that is its default is not passed on)
-        return _hand_off(system, x0, t_eval, method, given, client, ensemble)
     _core = _core_module()  # the compiled core loads on first use
     if not isinstance(method, str) or method not in METHODS:
-        raise ValueError(
-            f"method must be one of {', '.join([*METHODS, *HAMILTONISED])}; got {method!r}"
-        )
+        if isinstance(method, str) and method in HAMILTONISED:
+            raise ValueError(
+                f"method {method!r} is nhfast.integrate_hamiltonised(system, x0, t_eval, "
+                f"method={method.removeprefix('hamiltonised-')!r}, ...), for a phi-simple "
+                "Chaplygin system; integrate takes vector fields"
+            )
+        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
     _check_system(system, method)
     plan = call_plan(system)
     n, npar = (system.n_state, system.n_params) if plan is None else (plan.n, plan.npar)
@@ -613,41 +639,6 @@ def _conclude(
         report_failures(res, status != 0, keep_failed, note, stacklevel=stacklevel)
 
 
-#: Front ends a call of :func:`integrate` is handed to, registered by the package
-#: (``nhfast/__init__.py``, above their layers): ``"hamiltonised"``, called as ``f(system,
-#: x0, t_eval, method=..., **options)`` for a ``hamiltonised-*`` method (the method without
-#: its prefix, the options in :data:`HAMILTONISED_OPTIONS` that were passed); ``"client"``,
-#: called as ``f(system, x0, t_eval, client=..., **options)`` (every option passed).
-HANDOFF: dict[str, Callable[..., IntegrationResult]] = {}
-#: Options of ``integrate`` that a ``hamiltonised-*`` method passes on.
-HAMILTONISED_OPTIONS = (
-    "params", "h", "threads", "observables", "max_steps", "tol", "max_iter", "keep_failed",
-    "block",
-)  # fmt: skip
-
-
-def _hand_off(
-    system: Any,
-    x0: Any,
-    t_eval: Any,
-    method: Any,
-    given: dict[str, Any],
-    client: Any,
-    ensemble: dict[str, Any],
-) -> IntegrationResult:
-    """A call of :func:`integrate` that another front end runs (:data:`HANDOFF`); ``given``:
-    the options passed, with a value other than their default."""
-    if client is not None:
-        return HANDOFF["client"](system, x0, t_eval, client=client, **given, **ensemble)
-    if ensemble:
-        name = next(iter(ensemble))
-        raise TypeError(f"integrate() got an unexpected keyword argument {name!r} (without client)")
-    options = {k: given[k] for k in HAMILTONISED_OPTIONS if k in given}
-    return HANDOFF["hamiltonised"](
-        system, x0, t_eval, method=method.removeprefix("hamiltonised-"), **options
-    )
-
-
 #: Option values a prepared call compares by type and value.
 _PLAIN = frozenset({float, int, bool, str, type(None)})
 
@@ -725,14 +716,6 @@ def _finish_prepared(
         dk = call_plan(system).domain_kernel()
         note += domain_outputs(system, res.t, res.y, par, status, t_reached, threads, dk)
     _conclude(system, res, par, threads, wanted, keep_failed, note, record is None, 5)
-
-
-#: The default of each option of :func:`integrate`.
-_DEFAULTS = {
-    k: p.default
-    for k, p in inspect.signature(integrate).parameters.items()
-    if p.default is not p.empty and k != "client"
-}
 
 
 def _stats_dict(stats: np.ndarray) -> dict[str, np.ndarray]:

@@ -8,6 +8,8 @@ import its own layer or lower ones only.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,16 +20,17 @@ PACKAGE = Path(nhfast.__file__).resolve().parent
 
 #: Layers from the bottom up: (rank, module-name prefixes). The longest matching prefix wins.
 LAYERS: list[tuple[int, tuple[str, ...]]] = [
-    # the compiled core imports nothing of nhfast; _abi reads the ABI's constants from it
+    # the compiled core imports nothing of nhfast; _abi reads the kernel ABI from its header
     (0, ("nhfast.errors", "nhfast._validate", "nhfast._cache", "nhfast._version", "nhfast._core")),
     (0, ("nhfast._records", "nhfast._progress", "nhfast._background", "nhfast._memory")),
     (1, ("nhfast._abi", "nhfast._jit")),
     (2, ("nhfast.codegen",)),
     (3, ("nhfast._kernels",)),
     (4, ("nhfast.vectorfield", "nhfast.structured_field")),
-    (5, ("nhfast.integrate", "nhfast.distributed", "nhfast.events", "nhfast._fastpath")),
-    (6, ("nhfast.hamiltonised",)),
-    (7, ("nhfast.symbolic",)),
+    # the geometry describes systems and their vector fields; it integrates nothing
+    (5, ("nhfast.symbolic",)),
+    (6, ("nhfast.integrate", "nhfast.distributed", "nhfast.events", "nhfast._fastpath")),
+    (7, ("nhfast.hamiltonised",)),
     (8, ("nhfast.systems",)),
     (9, ("nhfast.analysis",)),
     (10, ("nhfast.experiments",)),
@@ -181,3 +184,50 @@ def test_public_packages_declare_all(package: str) -> None:
     assert isinstance(getattr(mod, "__all__", None), list | tuple), f"{package} has no __all__"
     for name in mod.__all__:
         assert hasattr(mod, name), f"{package}.__all__ names {name}, which is not there"
+
+
+#: Modules that load the compiled core (directly, or as their first use of it).
+CORE_USERS = {"nhfast._core", "nhfast._fastpath", "nhfast.events", "nhfast.integrate"}
+
+
+def test_symbolic_layers_import_nothing_numeric() -> None:
+    """The geometry and the code generators reach neither the core nor the integrators."""
+    found = []
+    for mod, edges in GRAPH.items():
+        if not mod.startswith(("nhfast.symbolic", "nhfast.codegen")):
+            continue
+        for target, line, _ in edges:
+            if target in CORE_USERS or target.startswith(("nhfast.hamiltonised", "nhfast.distr")):
+                found.append(f"{mod}:{line} imports {target}")
+    assert not found, "numeric imports in the symbolic layers:\n" + "\n".join(found)
+
+
+BLOCK_CORE = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "nhfast._core":
+            raise ImportError("nhfast._core blocked by the test")
+sys.meta_path.insert(0, Block())
+import nhfast, nhfast.codegen, nhfast.symbolic, nhfast.symbolic.vakonomic, nhfast.systems
+import sympy as sp
+from nhfast.codegen import KernelSet, generate_c
+x = sp.Symbol("x")
+assert "nh_rhs" in generate_c(KernelSet([x], [], None, {"rhs": [-x]}))
+try:
+    nhfast.integrate
+except ImportError as exc:
+    assert "compiled core" in str(exc), exc
+else:
+    raise AssertionError("nhfast.integrate without the core")
+print("ok")
+"""
+
+
+def test_symbolic_layers_import_without_the_core() -> None:
+    """``nhfast.symbolic``, ``nhfast.codegen`` and the catalogue import, and C is generated,
+    with the compiled core blocked; the integration names then say what is missing."""
+    out = subprocess.run(
+        [sys.executable, "-c", BLOCK_CORE], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]

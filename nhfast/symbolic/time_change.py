@@ -9,18 +9,82 @@ fields of that system (with ``t`` as one more state) for
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import sympy as sp
 
 from nhfast._cache import memo
-from nhfast.hamiltonised import TimeChangedSystem
 from nhfast.symbolic._util import as_expr, fresh_name, is_zero
 from nhfast.symbolic.chaplygin import HamiltonisedSystem, hamiltonise, reduced_system
 from nhfast.symbolic.systems import ChaplyginSystem, ReducedChaplyginSystem
 from nhfast.vectorfield import VectorField
 
-__all__ = ["time_changed_system"]
+__all__ = ["TimeChangedSystem", "time_changed_system"]
+
+
+@dataclass
+class TimeChangedSystem:
+    """A Hamiltonised Chaplygin system ready for integration in ``tau``.
+
+    Attributes
+    ----------
+    hamiltonised : nhfast.symbolic.chaplygin.HamiltonisedSystem
+        ``(s, ptilde)``, ``Htilde``, ``phi`` and the ``tau``-equations.
+    rank : int
+        ``r``, the dimension of the shape space.
+    tau_field : VectorField
+        States ``(s, ptilde, t)``: the canonical ``tau``-equations and ``dt/dtau = exp(-phi)``;
+        observables ``energy`` (``Htilde``) and ``phi``.
+    step_field : VectorField
+        ``tau_field`` with its right-hand side multiplied by one more parameter ``dtau`` (last):
+        one Gauss step of size 1 of ``step_field`` is one Gauss step of size ``dtau`` of
+        ``tau_field`` (Runge-Kutta schemes commute with this rescaling).
+    name : str
+    domain_field : VectorField or None
+        The ``tau``-system carrying the chart's domain (checked on initial states only).
+    obs_index : dict
+        Observable name (``energy``, ``phi``) -> its column in ``tau_field``'s observables.
+    """
+
+    hamiltonised: Any
+    rank: int
+    tau_field: VectorField
+    step_field: VectorField
+    name: str = "hamiltonised"
+    domain_field: VectorField | None = None
+    obs_index: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def n_params(self) -> int:
+        """Number of parameters of the system (not counting ``dtau``)."""
+        return self.tau_field.n_params
+
+    def phi(self, s: np.ndarray, params: np.ndarray) -> np.ndarray:
+        """``phi(s)`` for rows ``s`` of shape ``(m, r)``; ``params`` of shape ``(m, n_params)``."""
+        s = np.asarray(s, dtype=float)
+        z = np.zeros((s.shape[0], self.tau_field.n_state))
+        z[:, : self.rank] = s
+        obs = self.tau_field.evaluate("observables", z, params=params)
+        return obs[:, self.obs_index["phi"]]
+
+    def hamiltonian(self, z: np.ndarray, params: np.ndarray) -> np.ndarray:
+        """``Htilde`` at rows ``z = (s, ptilde, t)``."""
+        obs = self.tau_field.evaluate("observables", z, params=params)
+        return obs[:, self.obs_index["energy"]]
+
+    def to_tilde(self, x: np.ndarray, params: np.ndarray) -> np.ndarray:
+        """``(s, p) -> (s, ptilde = exp(phi) p)`` row-wise."""
+        r = self.rank
+        ph = self.phi(x[:, :r], params)
+        return np.hstack([x[:, :r], np.exp(ph)[:, None] * x[:, r : 2 * r]])
+
+    def from_tilde(self, z: np.ndarray, params: np.ndarray) -> np.ndarray:
+        """``(s, ptilde) -> (s, p = exp(-phi) ptilde)`` row-wise (extra columns ignored)."""
+        r = self.rank
+        ph = self.phi(z[:, :r], params)
+        return np.hstack([z[:, :r], np.exp(-ph)[:, None] * z[:, r : 2 * r]])
 
 
 def time_changed_system(system: Any, phi: Any = None) -> TimeChangedSystem:
