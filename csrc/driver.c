@@ -38,10 +38,8 @@ int nh_integrate_block(const nh_system *sys, const nh_options *opt, const double
 /* Lane slots of a block: at most `width`, and few enough that the scheme's block-wide work,
  * `work` doubles per slot, stays within NH_BLOCK_BYTES (in the second-level cache: every
  * step writes it and reads it back), but one chunk at least. Results do not depend on it.
- * Measured, 1000 trajectories, blocks of 8 against 64 (one thread): DOP853 at tol 1e-11 on
- * the FPU chain of 64 states 259 -> 156 ms, Veselova n = 64 (128 states) 62 -> 35 ms; Taylor
- * at 1e-13 (order 16) FPU 1243 -> 1037 ns per trajectory-step, Veselova n = 16 10.1 -> 8.3
- * ms; a few states (Henon-Heiles, Veselova n = 4) keep 64, which is faster there. */
+ * Narrower blocks measured faster than blocks of 64 for large systems, DOP853 and Taylor
+ * alike; systems of a few states keep 64, which is faster there (see benchmarks/NOTES.md). */
 #define NH_BLOCK_BYTES (64 * 1024)
 static int64_t nh_block_width(int64_t work, int64_t width) {
     const double fit = floor((double)NH_BLOCK_BYTES / ((double)work * sizeof(double)) / NH_CHUNK);
@@ -109,8 +107,8 @@ int nh_integrate_block_ex(const nh_system *sys, const nh_options *opt, const dou
     b.x_end = x_end;
     b.err = NH_OK;
     b.poll_tick = 0;
-    /* the block's arrays in one zeroed allocation (eight of them cost a one-step call
-     * about 0.3 us): 8-byte entries first, the bytes of `active` last */
+    /* the block's arrays in one zeroed allocation (eight of them measurably slowed a
+     * one-step call): 8-byte entries first, the bytes of `active` last */
     const size_t npw = (size_t)(npar_all > 0 ? npar_all * nl : 1);
     const size_t words = npw + (size_t)(n * nl) + 4 * (size_t)nl + (size_t)(NH_NSTATS * nl);
     double *mem = (double *)calloc(words + (size_t)(nl + 7) / 8, sizeof(double));

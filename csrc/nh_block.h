@@ -261,8 +261,8 @@ static inline int nh_check_stop(nh_interrupt *s) {
 
 /* Whether the run this block belongs to was asked to stop (see nh_interrupt). The flag,
  * which any thread may set, is read on every call; the poll hook runs on every
- * NH_POLL_EVERY-th only (a call out of a scheme's loop every step cost a one-trajectory
- * Taylor step of Henon-Heiles 55 ns of 380; the hook reads the clock itself). */
+ * NH_POLL_EVERY-th only (a call out of a scheme's loop every step was a measurable share of
+ * a small system's one-trajectory Taylor step; the hook reads the clock itself). */
 #define NH_POLL_EVERY 8
 static inline int nh_stopping(nh_block *b) {
     if (b->err != NH_OK) return 1;

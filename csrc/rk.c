@@ -236,8 +236,8 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
     const double hmax = o->hmax > 0.0 ? o->hmax : INFINITY;
     /* Refill idle slots once a chunk of them is idle. A refill costs two block-wide evaluations
      * (f(t0, x0) and the starting step), an idle slot one wasted lane-evaluation per stage;
-     * measured on Veselova n = 8 and 32, 10^4 lanes of 64: one chunk wastes 9% of the
-     * lane-evaluations, a quarter of the slots (the previous rule) 13%. */
+     * measured, one chunk wastes fewer lane-evaluations than a quarter of the slots (see
+     * benchmarks/NOTES.md). */
     const int64_t refill_at = NH_MIN(NH_CHUNK, b->nw);
 
     /* Stiffness test (see NH_LANE_STIFF): the pair's bound on h*|lambda|, Hairer's values. */

@@ -44,9 +44,9 @@ typedef struct {
 
 /* The series at dt by Horner's rule in u = dt^2 over its even and its odd orders, x = E(u) +
  * dt O(u): two chains of p/2 operations instead of one of p (one trajectory's step waits on
- * the longest; Henon-Heiles, order 16: 185 -> 170 ns a step). Every variant below does, per
- * component, these operations in this order (the same bits whichever computes it). p >= 1:
- * pe and po are the highest even and odd orders. */
+ * the longest; measured faster on Henon-Heiles, see benchmarks/NOTES.md). Every variant below
+ * does, per component, these operations in this order (the same bits whichever computes it).
+ * p >= 1: pe and po are the highest even and odd orders. */
 #define NH_EVEN(p) ((p) & ~(int64_t)1)
 #define NH_ODD(p) ((p) - 1 + ((p) & 1))
 
@@ -98,8 +98,8 @@ static void dense_cb(const nh_block *b, const void *ctx, int64_t l, double th, d
 /* The series of one trajectory, packed (coef[k * n + i]), at dt: out[i * stride]. Per
  * component the operations of horner_lane, in its order; the components are contiguous, so
  * the compiler takes 32, 8 or 4 of them at a time in vector registers, several independent
- * chains in flight (horner_lane's scalar chains took about 1 us a step for Veselova n = 64,
- * 128 states, order 14), the last few one by one. */
+ * chains in flight (horner_lane's scalar chains were measured slow for large systems), the
+ * last few one by one. */
 NH_INLINE void horner_one(const double *restrict coef, int64_t p, int64_t n, double dt,
                           double *restrict out, int64_t stride) {
     const int64_t pe = NH_EVEN(p), po = NH_ODD(p);
@@ -181,7 +181,7 @@ NH_INLINE void horner_block(const double *restrict coef, int64_t p, int64_t n, i
  * every NaN lies above infinity, so an integer maximum is the norm, NaN included, without a
  * branch. Each vector of lanes keeps its maxima in registers through the components and
  * stores them once (a store per component and a reload by the next one stalled on store
- * forwarding: 45 % of the driver's time for one trajectory). */
+ * forwarding: a large share of the driver's time for one trajectory). */
 NH_INLINE void norm_inf(const double *restrict v, int64_t n, int64_t nl, int64_t nv,
                         double *restrict out) {
     const uint64_t magnitude = 0x7fffffffffffffffULL;
@@ -273,8 +273,8 @@ NH_INLINE nh_vec nh_sel(nh_ivec m, nh_vec a, nh_vec b) {
  * h = exp(a) needs no more: its relative error stays below 1e-8): x = m 2^e with m in
  * [sqrt(1/2), sqrt(2)), log x = e log 2 + t P(t), t = m - 1, P of degree 7 interpolating
  * log(1 + t) / t at Chebyshev points of that interval (6e-8). No division: the step sizes of
- * a block wait on it (one log and one exp per lane and step in libm were 15 % of a
- * Henon-Heiles batch, the series of atanh with its division a quarter of what was left).
+ * a block wait on it (libm's log and exp per lane and step, then a series of atanh with its
+ * division, were measured a sizeable share of a Henon-Heiles batch).
  * Zero and subnormals give about -709 (enough: they only make a step long). */
 NH_INLINE nh_vec nh_vlog(nh_vec x) {
     const nh_ivec u = (nh_ivec)x;
@@ -577,23 +577,19 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
      * packs its state and parameters for the kernel and gets its series packed (cs = 1:
      * coef[k * n + i]): the kernel's stores, the norms and Horner's rule then read and write
      * contiguous components, not one double in each stride of nl (a series of (p + 1) n
-     * cache lines, 123 KB for Veselova n = 64 at order 14). One trajectory, tol 1e-11,
-     * time per step: Veselova n = 8 (16 states) 1.66 -> 1.59 us, n = 16 2.38 -> 2.12, n = 32
-     * 3.78 -> 3.20, n = 64 6.45 -> 5.0. Below 16 states the strided series fits the L1 cache
-     * and packing cost Henon-Heiles (4 states) 20 ns a step. The same operations: the same
-     * bits. */
+     * cache lines, 123 KB for Veselova n = 64 at order 14). Packing measured faster per step
+     * from 16 states on; below, the strided series fits the L1 cache and packing costs more
+     * than it saves (see benchmarks/NOTES.md). The same operations: the same bits. */
     const int one = b->nw == 1 && n >= 16;
     const int64_t cs = one ? 1 : nl; /* the stride of coef's components */
     const int64_t npar_all = b->sys->npar + b->sys->nderived;
     /* coef [(p+1) n][cs], xn [n][nl], then per-lane arrays (7 nl), then (one trajectory) its
      * packed state and parameters; zero: padding stays finite. (A packed series is 1/nl of
-     * a block's: calloc zeroed 131 KB per call for Veselova n = 64 at order 14, 25 KB now;
-     * one trajectory, tol 1e-11: 52 -> 51 us per call.) */
+     * a block's, so calloc zeroes that much less per call.) */
     const int64_t mc = n * cs; /* the stride of coef's orders */
     /* coef at a 64-byte boundary: a block's rows (cs a multiple of NH_CHUNK lanes) are then
      * whole cache lines, which the kernel's vectors of 8 lanes store whole; calloc's 16-byte
-     * alignment split every store in two lines (Veselova n = 16, kernel alone, order 14, 16
-     * lanes: 400 -> 370 ns per lane) */
+     * alignment split every store in two lines (measured slower; see benchmarks/NOTES.md) */
     double *mem = (double *)calloc(
         (size_t)((p + 1) * mc + m + 7 * nl + (one ? n + npar_all : 0) + 8), sizeof(double));
     double *buf = mem ? (double *)(((uintptr_t)mem + 63) & ~(uintptr_t)63) : NULL;

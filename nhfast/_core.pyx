@@ -232,7 +232,8 @@ MAX_THREADS = max(1, min(256, 4 * nh_num_procs()))
 POLL_SECONDS = 0.02
 cdef double POLL_SECONDS_C = POLL_SECONDS
 #: Polls skipped between two readings of the clock while polls come faster than every
-#: POLL_SECONDS / 64 (a step of a small system takes 100 ns; slow steps read it every time).
+#: POLL_SECONDS / 64 (a step of a small system takes well under a microsecond; slow steps
+#: read it every time).
 cdef int POLL_SKIP = 15
 
 #: The main thread's identifier (signal handlers run there only): compared with
@@ -387,7 +388,7 @@ cdef struct _team:
 cdef struct _watch:
     int signals     # 1: the caller is the main thread, so check signals
     double due      # monotonic time of the next check
-    int countdown   # polls left before the clock is read again (a step can take 100 ns)
+    int countdown   # polls left before the clock is read again (a step can be sub-microsecond)
     double last     # when the clock was read last
     void *caught    # a Python list (borrowed): the exception a signal handler raised
 

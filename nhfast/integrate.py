@@ -567,7 +567,7 @@ def integrate(
         _prepare(plan, system, options, core, method, watched, dom, bool(wanted), threads,
                  keep_failed)  # fmt: skip
     # positional (nstiff, t_end, dense, events, taylor, order, x_end, derive, nderived,
-    # order_auto): keywords cost the call 0.4 us
+    # order_auto): keywords cost the call measurably (benchmarks/NOTES.md)
     _core.integrate_batch(
         cap, ctx, n, npar, split, METHODS[method], t, x, par, y, status, stats,
         rtol, atol, h0, hm, int(max_steps), tol, int(max_iter), int(threads), int(block),

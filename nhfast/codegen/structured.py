@@ -205,9 +205,9 @@ def _cname(sym: sp.Symbol, table: dict[sp.Symbol, str]) -> str:
 
 #: Small ``n`` (up to this bound) get fully unrolled kernels: one loop over the lanes, the
 #: index loops expanded in the source with constant indices, all per-lane values in registers.
-#: Measured (4096 lanes, rhs per lane): the looped shape, whose lane loops vectorise, is faster
-#: already at n = 4 (Veselova by hand 49 vs 73 ns; from the rigid-body engine 64 vs 85 ns) and
-#: 1.2-3.5x faster at n = 8, 16, with 4-8x less C to compile; so only n <= 3 is unrolled.
+#: The looped shape, whose lane loops vectorise, measured faster already at n = 4 (Veselova,
+#: by hand and from the rigid-body engine, 4096 lanes) and compiles far less C; so only n <= 3
+#: is unrolled (see benchmarks/NOTES.md).
 UNROLL_MAX_N = 3
 
 #: Lanes per chunk of the looped kernels (the integrators' block size) and the cap on the

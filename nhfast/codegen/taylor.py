@@ -609,8 +609,8 @@ def _state_runs(states: list[tuple[_Val, int]]) -> list[tuple[int, int]]:
 def _finish(b: _Builder, states: list[tuple[_Val, int]], rhs: Sequence[_Val]) -> None:
     """Order 0 of the states from ``x``, and ``x^[k+1] = f^[k] / (k + 1)`` every order: a run
     of components of a state vector whose right-hand sides are the same run of one work
-    variable in one ``nht_integv`` (a loop over the run; the one-lane pass of Veselova n = 64
-    spent 6 % of its time in 128 calls of ``nht_integ``, one per component)."""
+    variable in one ``nht_integv`` (a loop over the run; a call of ``nht_integ`` per component
+    was a measurable share of the one-lane pass of Veselova n = 64)."""
     t = b.t
     for r0, m in _state_runs(states):
         v, c0 = states[r0]
@@ -921,14 +921,10 @@ _OP = re.compile(r"NHT\((nht_\w+)\)\(k?,? ?(\d+)?")
 _COST = re.compile(re.escape(_COST_TAG) + r" conv=(\d+) lin=(\d+|inf)")
 
 #: A pass for one fixed order is generated when its unrolled convolutions have at most this
-#: many terms per lane; the one-lane pass only up to :data:`UNROLL_TERMS_ONE_LANE`. Measured
-#: (1000 trajectories, time against the loops): Henon-Heiles at order 16 (550 terms) 0.85x,
-#: Veselova n = 4 at order 8 (1580) 0.85x, at order 12 (3100) 1.1x (2.2x with the grouped
-#: products of _fused), n = 8 at order 8 (2900) 1.2x. Larger unrolled code runs out of the
-#: instruction cache, and compiles in seconds. One lane: a kernel call alone ran 0.69-0.73x
-#: the loops' time for Henon-Heiles at orders 22-32 (890-1780 terms), but in an integration
-#: one trajectory at tol 1e-15 gained nothing at orders 24-28 and took 2x the time at order
-#: 27 (60 against 29 us): the one-lane bound stays at 1000.
+#: many terms per lane; the one-lane pass only up to :data:`UNROLL_TERMS_ONE_LANE`. Larger
+#: unrolled code runs out of the instruction cache, and compiles in seconds. Both bounds were
+#: measured against the loops on Henon-Heiles and Veselova n = 4, 8 (one lane: a faster
+#: kernel call did not make a faster integration); see benchmarks/NOTES.md.
 UNROLL_TERMS = 2000
 UNROLL_TERMS_ONE_LANE = 1000
 
@@ -979,9 +975,8 @@ def unrolled_terms(source: str, order: int) -> float:
 
 #: The cost model of :func:`cost_order`, in kernel terms per lane and step: the step's own
 #: work (norms, step size, bookkeeping) STEP_TERMS + STEP_TERMS_PER_STATE n, and
-#: HORNER_WEIGHT per term of the series' sum (n p). Measured on Henon-Heiles (n = 4, order
-#: 12, 1000 trajectories): the kernel's 306 terms 27.5 cycles, the sum's 48 terms 8.4 cycles,
-#: the rest 29 cycles (about 320 terms); one trajectory alike within a factor of 1.5.
+#: HORNER_WEIGHT per term of the series' sum (n p). The weights were measured on Henon-Heiles
+#: (a batch and one trajectory alike); see benchmarks/NOTES.md.
 STEP_TERMS = 256
 STEP_TERMS_PER_STATE = 16
 HORNER_WEIGHT = 2
@@ -1010,9 +1005,9 @@ def cost_order(source: str | None, n_state: int, p0: int) -> int:
     accuracy is out of reach, and ``p0`` competes with the orders above it on time alone.
     ``p0`` when the source does not record its size (kernels with linear solves).
 
-    Measured (1000 trajectories, one thread): comparing ``p0`` with the orders above it on
-    time alone kept ``p0`` for every Veselova body; above it, the sweep's final errors fell
-    5-15x at 0-8 % more time (Veselova n = 4, 8, 16).
+    On the Veselova bodies, comparing ``p0`` with the orders above it on time alone kept
+    ``p0`` for every one; the orders above it cut the final errors several-fold for little
+    more time (see benchmarks/NOTES.md).
 
     Parameters
     ----------
@@ -1070,10 +1065,10 @@ def _fused(tape: _Tape) -> list[str]:
     linear solves (lines that are not single operations) are left as they are.
 
     Veselova n = 16 (the squares of gamma and m with gamma m in one group, the products of
-    gamma with two scalars in another; a kernel call of 16 lanes at order 14): 407 -> 348 ns
-    per lane with :func:`_layout`, n = 64: 3780 -> 2390 ns. The one-lane pass, whose blocks of
-    components are its vectors, gains nothing (n = 64) or loses up to 16 % (n = 8); it keeps
-    the groups for the same sums, so that a lane's bits do not depend on its pass.
+    gamma with two scalars in another): with :func:`_layout`, a kernel call of the vector pass
+    measured markedly faster at n = 16 and 64 (see benchmarks/NOTES.md). The one-lane pass,
+    whose blocks of components are its vectors, gains nothing or loses a little; it keeps the
+    groups for the same sums, so that a lane's bits do not depend on its pass.
     """
     if tape.solve_ws or len(tape.products) < 2:
         return list(tape.ops)
@@ -1203,12 +1198,11 @@ def _layout(
 
     Kept at every order, Veselova n = 16 had 237 values per order, 15 kB per order in a pass
     of 8 lanes, of which 44 are needed at earlier orders; the other 193 now share 65 slots
-    (a value's slot is free again after its last line). A kernel call of 16 lanes at order
-    14, with the groups: 407 -> 348 ns per lane (n = 16), 3780 -> 2390 ns (n = 64); alone,
-    the layout gains 8 % at n = 16. The one-lane pass, whose work fits the first-level
-    cache, keeps every value at every order (``one_row`` false): there one row cost 7 % at
-    n = 4 and 10-25 % in the unrolled pass of Henon-Heiles at order 21 (gained 12 % at
-    n = 8); the operations, and so a lane's bits, are the same in either layout.
+    (a value's slot is free again after its last line). With the groups, a kernel call of the
+    vector pass measured faster at n = 16 and 64, and the layout alone gains a little at
+    n = 16 (see benchmarks/NOTES.md). The one-lane pass, whose work fits the first-level
+    cache, keeps every value at every order (``one_row`` false): there one row was mostly
+    slower; the operations, and so a lane's bits, are the same in either layout.
     """
     start = [
         "/* the parameters, then the constants: once per pass */",
@@ -1324,9 +1318,8 @@ def _instances(
     """``body`` instantiated, with vector extensions, for NHT_VW lanes (``f##vector``) and for
     one lane (names ``f##scalar``, from ``body_one`` if given: the same operations with their
     work values placed otherwise, see :func:`_layout`; unless not ``one_lane``). The vector
-    pass comes first: placed after the larger one-lane pass of 15f7518 (register blocks),
-    the FPU chain's vector pass, the same instructions, ran 40 % slower (95 -> 138 ms for 1000
-    trajectories)."""
+    pass comes first: placed after the larger one-lane pass (register blocks), the FPU
+    chain's vector pass, the same instructions, ran markedly slower (see benchmarks/NOTES.md)."""
     one = [
         "#define NHT_T double",
         f"#define NHT(f) f##{scalar}",

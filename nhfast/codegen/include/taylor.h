@@ -39,8 +39,8 @@
 #endif
 
 /* A kernel's passes (one lane, a vector of lanes, unrolled) are functions of their own: inlined
- * into one they were compiled as one, and the vector pass of Veselova n = 16 ran 20 % slower
- * once the one-lane pass grew. */
+ * into one they were compiled as one, and the vector pass ran measurably slower once the
+ * one-lane pass grew (see benchmarks/NOTES.md). */
 #if defined(__GNUC__) || defined(__clang__)
 #define NHT_NOINLINE __attribute__((noinline))
 #else
@@ -82,7 +82,7 @@ static inline double nht_fma_d(double a, double b, double c) { return a * b + c;
 /* NHT_VW lanes as one value, the width of the machine's vector registers (a wider generic
  * vector is split by the compiler through memory). With AVX-512 a pass of 8 lanes halves
  * the instructions per lane, where 512-bit operations cost two 256-bit ones too (AMD EPYC):
- * Henon-Heiles, 1000 trajectories, 69.7 -> 53.5 ns per trajectory-step. */
+ * measured faster on Henon-Heiles (see benchmarks/NOTES.md). */
 #if defined(__AVX512F__)
 #define NHT_VW 8
 #elif defined(__AVX__)

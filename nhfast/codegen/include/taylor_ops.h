@@ -117,8 +117,8 @@ NHT_SMALL void NHT(nht_sqr1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
  * where a^[j] and a^[k-j] are read once for three products (the square and the product in
  * sequence read six values for them). The pair j = 0 of o needs s^[k]: it comes last. Each
  * sum runs in two partial sums (odd and even j). Convolutions are bound by their loads (four
- * partial sums instead of two: no faster); FPU-beta chain of 32 (a cube per spring), 1000
- * trajectories at tol 1e-13: 88 -> 67 ms. */
+ * partial sums instead of two: no faster); measured faster on the FPU-beta chain, a cube per
+ * spring (see benchmarks/NOTES.md). */
 NHT_SMALL void NHT(nht_cube1)(int64_t k, NHT_T *o, int64_t ojs, NHT_T *s, NHT(nht_in) a) {
     if (k == 0) {
         const NHT_T a0 = NHT_ROW(a, 0, 0)[0];
@@ -178,9 +178,9 @@ NHT_SMALL void NHT(nht_div1)(int64_t k, NHT_T *o, int64_t ojs, NHT(nht_in) a, in
  * operands), several independent chains of additions in flight. Each component's sum runs
  * over j in the same order in every block size and pass, so a lane gets the same bits in
  * either pass. In the one-lane pass a block of 8 is one register and one chain of additions
- * (3 cycles each): blocks of 16 keep two in flight. Veselova n = 64 (128 states), one lane,
- * order 14, with the sums below: 4.06 -> 3.88 us per kernel call; 32 (acc[32]) was no faster
- * at n = 64 and 40 % slower at n = 16, whose blocks of 8 then left acc in memory. */
+ * (3 cycles each): blocks of 16 keep two in flight, measured faster on Veselova n = 64;
+ * blocks of 32 were no faster there and slower at n = 16, whose blocks of 8 then left acc in
+ * memory (see benchmarks/NOTES.md). */
 #define NHT_A1(x, j, i) NHT_ROW(x, j, i)[0]
 #define NHT_BLK_MAX 16
 /* Blocks over components [i, nc): of 16 and 8 (one-lane pass only), 4, then 1; `blk(w)` is
@@ -276,7 +276,7 @@ NHT_SMALL void NHT(nht_sqr)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
  * products one by one load two values per term: a convolution is bound by its loads. The
  * generator (taylor.py, _fused) groups products with a common operand. np, nop and the
  * indices are constants of the call, so that every choice below is made at compile time
- * (arrays of indices were not folded: the group ran 1.4x slower than the products alone). */
+ * (arrays of indices were not folded: the group ran slower than the products alone). */
 /* x and y in registers (vector passes, x86): an empty asm that takes and gives them there.
  * Left alone, GCC folds each use into its multiplication as a memory operand and loads the
  * value again for every product (Veselova n = 16: no fewer loads than the products alone).
@@ -530,9 +530,9 @@ NHT_SMALL void NHT(nht_abs)(int64_t k, int64_t nc, NHT_T *o, int64_t ojs, NHT(nh
 /* o^[k] = sum_i a_i^[k] over n components (a reduction, in a fixed order). Below 16
  * components from left to right; from 16 on in eight partial sums (of the components i = c mod
  * 8, left to right) added as a tree: one chain of n additions (3 cycles each) held every
- * order of the kernel up in the one-lane pass, where the eight sums are one register (Veselova
- * n = 64, one lane, order 14: 5.4 -> 4.1 us per kernel call; in a vector pass, eight chains
- * instead of one). The same order in both passes: a lane's bits do not depend on its pass. */
+ * order of the kernel up in the one-lane pass, where the eight sums are one register (measured
+ * faster on Veselova n = 64; in a vector pass, eight chains instead of one). The same order in
+ * both passes: a lane's bits do not depend on its pass. */
 NHT_SMALL void NHT(nht_sum)(int64_t k, int64_t n, NHT_T *o, int64_t ojs, NHT(nht_in) a) {
     if (n < 16) {
         NHT_T s = NHT_ROW(a, k, 0)[0];
