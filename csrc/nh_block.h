@@ -226,15 +226,21 @@ static inline void nh_retire(nh_block *b, int64_t l) {
     b->gid[l] = -1;
 }
 
-/* Stop slot l with a status code; its outputs from row kout on become NaN. */
-static inline void nh_fail(nh_block *b, int64_t l, int32_t code) {
-    b->status[b->gid[l]] = code;
+/* Slot l ends its trajectory before the last output time: its outputs from row kout on
+ * become NaN, then it retires. */
+static inline void nh_end_early(nh_block *b, int64_t l) {
     for (int64_t k = b->kout[l]; k < b->nt; ++k) {
         double *row = b->y + (b->gid[l] * b->nt + k) * b->n;
         for (int64_t i = 0; i < b->n; ++i) row[i] = NAN;
     }
     b->kout[l] = b->nt;
     nh_retire(b, l);
+}
+
+/* Stop slot l with a status code; its outputs from row kout on become NaN. */
+static inline void nh_fail(nh_block *b, int64_t l, int32_t code) {
+    b->status[b->gid[l]] = code;
+    nh_end_early(b, l);
 }
 
 /* Atomic fetch-and-add / load on the shared trajectory counter, load / set of a stop flag. */
@@ -420,6 +426,18 @@ typedef struct {
  * empty work (every pointer NULL). Returns NH_OK or NH_ERR_NOMEM (nothing left allocated). */
 int nh_ev_alloc(nh_ev_work *w, const nh_events *ev, int64_t n, int64_t nl);
 void nh_ev_free(nh_ev_work *w);
+
+/* The event functions at the states of the slots just refilled (fresh) into w->g0, the
+ * values a crossing in their first step is measured from. Returns the kernel's code. */
+static inline int nh_ev_fresh(nh_block *b, const nh_events *ev, const unsigned char *fresh,
+                              nh_ev_work *w) {
+    const int64_t nl = b->nl;
+    const int rc = ev->fn(ev->ctx, b->tl, b->x, b->par, w->gt, b->nw, nl);
+    if (rc != NH_OK) return rc;
+    for (int64_t j = 0; j < ev->nev * nl; ++j)
+        if (fresh[j % nl]) w->g0[j] = w->gt[j];
+    return NH_OK;
+}
 
 /* An event function's value counts as below zero when it is negative or NaN: a condition
  * that turns NaN has failed (a domain's), and a function that turns NaN has crossed, at the

@@ -301,10 +301,8 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
                     for (int64_t l = 0; l < nl; ++l)
                         K[0][i * nl + l] = fresh[l] ? K[S][i * nl + l] : K[0][i * nl + l];
                 if (ev) { /* g at the initial states */
-                    rc = ev->fn(ev->ctx, b->tl, b->x, b->par, w.gt, b->nw, nl);
+                    rc = nh_ev_fresh(b, ev, fresh, &w);
                     if (rc != NH_OK) break;
-                    for (int64_t j = 0; j < nev * nl; ++j)
-                        if (fresh[j % nl]) w.g0[j] = w.gt[j];
                 }
                 nh_finite_lanes(b->x, n, nl, fin);
                 nh_finite_lanes(K[0], n, nl, hit);
@@ -465,12 +463,7 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
             }
             if (ev && w.stop[l]) { /* a terminal event ended the trajectory */
                 b->tl[l] = w.tstop[l];
-                for (int64_t k = b->kout[l]; k < b->nt; ++k) {
-                    double *row = b->y + (b->gid[l] * b->nt + k) * n;
-                    for (int64_t i = 0; i < n; ++i) row[i] = NAN;
-                }
-                b->kout[l] = b->nt;
-                nh_retire(b, l);
+                nh_end_early(b, l);
                 ++idle;
                 continue;
             }

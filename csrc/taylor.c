@@ -624,10 +624,8 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
         /* Idle slots take waiting trajectories (a refill costs no kernel call). */
         if (idle > pad && nh_pending(b) && nh_refill(b, fresh) > 0) {
             if (ev) { /* g at the initial states */
-                rc = ev->fn(ev->ctx, b->tl, b->x, b->par, w.gt, b->nw, nl);
+                rc = nh_ev_fresh(b, ev, fresh, &w);
                 if (rc != NH_OK) break;
-                for (int64_t j = 0; j < nev * nl; ++j)
-                    if (fresh[j % nl]) w.g0[j] = w.gt[j];
             }
             nh_finite_lanes(b->x, n, nl, fin);
             for (int64_t l = 0; l < nl; ++l)
@@ -770,12 +768,7 @@ NH_CLONES int nh_run_taylor(nh_block *b) {
             }
             if (st) { /* a terminal event ended the trajectory */
                 b->tl[l] = w.tstop[l];
-                for (int64_t k = b->kout[l]; k < b->nt; ++k) {
-                    double *row = b->y + (b->gid[l] * b->nt + k) * n;
-                    for (int64_t i = 0; i < n; ++i) row[i] = NAN;
-                }
-                b->kout[l] = b->nt;
-                nh_retire(b, l);
+                nh_end_early(b, l);
                 continue;
             }
             if (hit[l]) { /* landed on the final output time */

@@ -429,27 +429,33 @@ def _c_system(
     """Compile (or fetch) and load ``source``; check its ``nh_info`` against ``shape``."""
     from nhfast import _core
 
-    t1 = time.perf_counter()
-    lib, hit = _jit.build(source, label=f"compiling C for {name!r} ({len(source) // 1000} kB)")
-    timings["compile"] = time.perf_counter() - t1
     expect = (shape["n_state"], len(shape["params"]), shape["n_obs"], shape["flags"], shape["n_q"])
-    if lib.info[1:] != expect:
-        raise RuntimeError(f"kernel library {lib.path} reports {lib.info[1:]}, expected {expect}")
+    label = f"compiling C for {name!r} ({len(source) // 1000} kB)"
+    lib, loaded = _load_library(source, label, expect, "kernel", name, timings)
     kernels = {k: (_core.kernel_capsule(lib.address(SYMBOL[k])), None) for k in shape["n_out"]}
-    return CompiledSystem(
-        "c",
-        kernels,
-        derived=_derived(lib),
-        check=check,
-        key=lib.key,
-        path=lib.path,
-        cache_hit=hit,
-        timings=timings,
-        name=name,
-        source=source,
-        _keepalive=lib,
-        **shape,
-    )
+    return CompiledSystem("c", kernels, derived=_derived(lib), check=check, **loaded, **shape)
+
+
+def _load_library(
+    source: str, label: str, expect: tuple, what: str, name: str, timings: dict[str, float]
+) -> tuple[_jit.LoadedLibrary, dict[str, Any]]:
+    """Compile (or fetch) and load ``source`` (``timings["compile"]``), check its ``nh_info``
+    against ``expect``; the library and the :class:`CompiledSystem` fields that describe it."""
+    t1 = time.perf_counter()
+    lib, hit = _jit.build(source, label=label)
+    timings["compile"] = time.perf_counter() - t1
+    if lib.info[1:] != expect:
+        raise RuntimeError(f"{what} library {lib.path} reports {lib.info[1:]}, expected {expect}")
+    loaded = {
+        "key": lib.key,
+        "path": lib.path,
+        "cache_hit": hit,
+        "timings": timings,
+        "name": name,
+        "source": source,
+        "_keepalive": lib,
+    }
+    return lib, loaded
 
 
 def _derived(lib: _jit.LoadedLibrary) -> tuple[Any, Any, int] | None:
@@ -688,29 +694,17 @@ def compile_taylor(
             source = generate_taylor_c(code, provenance={"system": name}, order=order)
         _jit.store_source(key, source, {"system": str(name), "n_state": shape["n_state"]})
     timings = {"generate": time.perf_counter() - t0}
-    t1 = time.perf_counter()
     fixed = "" if order is None else f" unrolled for order {order}"
-    lib, hit = _jit.build(
-        source,
-        label=f"compiling the Taylor kernel of {name!r}{fixed} ({len(source) // 1000} kB)",
-    )
-    timings["compile"] = time.perf_counter() - t1
+    label = f"compiling the Taylor kernel of {name!r}{fixed} ({len(source) // 1000} kB)"
     expect = (shape["n_state"], len(shape["params"]), 0, _core.HAS["taylor"], 0)
-    if lib.info[1:] != expect:
-        raise RuntimeError(f"Taylor library {lib.path} reports {lib.info[1:]}, expected {expect}")
+    lib, loaded = _load_library(source, label, expect, "Taylor", name, timings)
     return CompiledSystem(
         "c",
         {"taylor": (_core.taylor_capsule(lib.address("nh_taylor")), None)},
         {"taylor": shape["n_state"]},
         shape["n_state"],
         params=shape["params"],
-        key=lib.key,
-        path=lib.path,
-        cache_hit=hit,
-        timings=timings,
-        name=name,
-        source=source,
         generated=generated,
         flags=_core.HAS["taylor"],
-        _keepalive=lib,
+        **loaded,
     )

@@ -70,7 +70,13 @@ from nhfast._cache import memo
 from nhfast._kernels import compile_kernels
 from nhfast._validate import output_times, positive
 from nhfast.analysis.result import Check
-from nhfast.analysis.sampling import as_vector_field, check_params, check_states
+from nhfast.analysis.sampling import (
+    as_vector_field,
+    check_params,
+    check_states,
+    on_manifold,
+    state_rows,
+)
 from nhfast.codegen.differentiate import jvp_program, with_divergence
 from nhfast.codegen.numpy_backend import numpy_rows
 from nhfast.integrate import integrate
@@ -466,28 +472,8 @@ def validate_states(
     vf = as_vector_field(system)
     if not isinstance(vf, StructuredVectorField):
         return check_states(system, x, params, name, constraint_tol)
-    try:
-        arr = np.array(x, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be an array of real numbers: {exc}") from None
-    if arr.ndim == 1:
-        arr = arr[None, :]
-    if arr.ndim != 2 or arr.shape[1] != vf.n_state or arr.shape[0] == 0:
-        raise ValueError(f"{name} must have shape (n_samples, {vf.n_state}); got {np.shape(x)}")
-    bad = np.flatnonzero(~np.all(np.isfinite(arr), axis=1))
-    if bad.size:
-        raise ValueError(f"{name} contains NaN or infinite values (first at row {bad[0]})")
-    par = check_params(vf, params, arr.shape[0])
-    vf.check_domain(arr, par, name)
-    scale = 1.0 + np.sum(arr**2, axis=1)
-    for label, vals in constraint_values(vf, arr, par).items():
-        off = np.flatnonzero(~(np.abs(vals) <= constraint_tol * scale))
-        if off.size:
-            raise ValueError(
-                f"{name}: {off.size} state(s) off the constraint manifold: {label} = "
-                f"{vals[off[0]]:.3g} at row {off[0]} (must vanish; "
-                "use sampling.project_to_constraints)"
-            )
+    arr, par = state_rows(vf, x, params, name, list_states=False)
+    on_manifold(constraint_values(vf, arr, par), arr, name, constraint_tol)
     return arr, par
 
 
@@ -675,14 +661,12 @@ def flow_map_determinant(
 
     Parameters
     ----------
-    system
-        A ``VectorField`` (or anything :func:`~nhfast.analysis.sampling.as_vector_field`
-        converts).
+    system, params
+        As for :func:`flow_jacobian`.
     x0 : array_like, shape (k, n_state)
         On the constraint manifold.
     t : float
         Final time.
-    params : array_like, optional
     density : optional
         As for :func:`check_measure`; gives ``defect``.
     step : float

@@ -29,7 +29,7 @@ Example
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -207,6 +207,19 @@ def check_states(
         Naming ``name`` (or ``"params"``) and what was expected.
     """
     vf = as_vector_field(system)
+    arr, par = state_rows(vf, x, params, name)
+    cons = constraint_functions(system if not isinstance(system, VectorField) else vf)
+    if cons:
+        vals = _eval(vf, list(cons.values()), arr, par)
+        on_manifold({label: vals[:, j] for j, label in enumerate(cons)}, arr, name, constraint_tol)
+    return arr, par
+
+
+def state_rows(
+    vf: VectorField, x: Any, params: Any, name: str, list_states: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """The checks of :func:`check_states` before the constraints: shape, finite values,
+    parameters, domain.  ``list_states``: name the states in the shape error."""
     try:
         arr = np.array(x, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -214,28 +227,32 @@ def check_states(
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[1] != vf.n_state or arr.shape[0] == 0:
+        states = f" for the states {', '.join(map(str, vf.states))}" if list_states else ""
         raise ValueError(
-            f"{name} must have shape (n_samples, {vf.n_state}) for the states "
-            f"{', '.join(map(str, vf.states))}; got {np.shape(x)}"
+            f"{name} must have shape (n_samples, {vf.n_state}){states}; got {np.shape(x)}"
         )
     bad = np.flatnonzero(~np.all(np.isfinite(arr), axis=1))
     if bad.size:
         raise ValueError(f"{name} contains NaN or infinite values (first at row {bad[0]})")
     par = check_params(vf, params, arr.shape[0])
     vf.check_domain(arr, par, name)
-    cons = constraint_functions(system if not isinstance(system, VectorField) else vf)
-    if cons:
-        vals = _eval(vf, list(cons.values()), arr, par)
-        scale = 1.0 + np.sum(arr**2, axis=1)
-        for j, label in enumerate(cons):
-            off = np.flatnonzero(~(np.abs(vals[:, j]) <= constraint_tol * scale))
-            if off.size:
-                raise ValueError(
-                    f"{name}: {off.size} state(s) off the constraint manifold: {label} = "
-                    f"{vals[off[0], j]:.3g} at row {off[0]} (must vanish; "
-                    "use sampling.project_to_constraints)"
-                )
     return arr, par
+
+
+def on_manifold(
+    values: Mapping[str, np.ndarray], x: np.ndarray, name: str, constraint_tol: float
+) -> None:
+    """The constraint check of :func:`check_states`: every ``values[label]`` (one per row of
+    ``x``) within ``constraint_tol * (1 + |x|^2)`` of zero, else a ``ValueError``."""
+    scale = 1.0 + np.sum(x**2, axis=1)
+    for label, vals in values.items():
+        off = np.flatnonzero(~(np.abs(vals) <= constraint_tol * scale))
+        if off.size:
+            raise ValueError(
+                f"{name}: {off.size} state(s) off the constraint manifold: {label} = "
+                f"{vals[off[0]]:.3g} at row {off[0]} (must vanish; "
+                "use sampling.project_to_constraints)"
+            )
 
 
 def project_to_constraints(

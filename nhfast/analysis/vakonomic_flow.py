@@ -266,6 +266,19 @@ def _stack(obs: dict, prefix: str, count: int) -> np.ndarray:
     return np.stack([obs[f"{prefix}_{i + 1}"] for i in range(count)], axis=-1)
 
 
+def _trajectory(res: Any, n: int, m: int, method: str) -> dict[str, Any]:
+    """The fields both trajectory records read off an integration result the same way."""
+    obs = res.observables
+    return {
+        "t": res.t,
+        "q": res.y[:, :, :n],
+        "energy": obs["energy"],
+        "constraint": _stack(obs, "constraint", m),
+        "method": method,
+        "result": res,
+    }
+
+
 def integrate_vakonomic(
     system: Any,
     t_eval: Any,
@@ -342,15 +355,10 @@ def integrate_vakonomic(
     res = integrate(field_, x0, t_eval, method=method, params=par if par.size else None, **kw)
     obs = res.observables
     return VakonomicTrajectory(
-        t=res.t,
-        q=res.y[:, :, :n],
         qdot=_stack(obs, "qdot", n),
         p_hat=res.y[:, :, n:],
         mu=_stack(obs, "lambda", m),
-        energy=obs["energy"],
-        constraint=_stack(obs, "constraint", m),
-        method=method,
-        result=res,
+        **_trajectory(res, n, m, method),
     )
 
 
@@ -393,16 +401,10 @@ def integrate_nonholonomic(
         params=par if par.size else None,
         **options,
     )
-    obs = res.observables
     return NonholonomicTrajectory(
-        t=res.t,
-        q=res.y[:, :, :n],
         qdot=res.y[:, :, n:],
-        reaction=_stack(obs, "reaction", m),
-        energy=obs["energy"],
-        constraint=_stack(obs, "constraint", m),
-        method=method,
-        result=res,
+        reaction=_stack(res.observables, "reaction", m),
+        **_trajectory(res, n, m, method),
     )
 
 
@@ -463,13 +465,9 @@ def compare_nonholonomic_vakonomic(
 
     Parameters
     ----------
-    system : NonholonomicSystem
-    t_eval : array_like
-    q0, qdot0 : array_like, shape (n,) or (n_traj, n)
-        Initial configuration and velocity in D.
-    mu0 : array_like, shape (m,) or (n_traj, m), optional
-        Initial multipliers of the VAK motion (coordinate multipliers, system's basis); default 0.
-    params : array_like, optional
+    system, t_eval, q0, qdot0, mu0, params
+        As for :func:`integrate_vakonomic`: ``qdot0`` the initial velocity in D, ``mu0`` the
+        initial multipliers of the VAK motion (default 0).
     vak_method : str
         Scheme for ``X_{h_2}`` (default ``gauss6``; ``leapfrog`` is refused).
     h : float, optional

@@ -520,6 +520,24 @@ def _normal_sampler(n_state: int, fixed: Mapping[int, float] | None = None) -> S
     return sample
 
 
+def _reduced_chart(vf: Any, coordinates: str, parameters: Any) -> dict[str, Any]:
+    """The :class:`Instance` fields of a system integrated in its reduced chart itself (two shape
+    variables): standard normal states for every run, chart runs to ``t = 2``, the density in
+    the shape variables."""
+    return {
+        "sampler": _normal_sampler(vf.n_state),
+        "chart_sampler": _normal_sampler(vf.n_state),
+        "chart_t": 2.0,
+        "density_variables": list(vf.states[:2]),
+        "description": {
+            "coordinates": coordinates,
+            "state dimension": vf.n_state,
+            "parameters": parameters,
+            "initial states": "standard normal",
+        },
+    }
+
+
 def _build_particle(a_value: float) -> Instance:
     def potential(x: sp.Symbol, y: sp.Symbol) -> sp.Expr:
         return (x**2 + y**2) / 2
@@ -552,21 +570,12 @@ def _build_particle(a_value: float) -> Instance:
         title=f"Nonholonomic particle, a = {a_value:g}, U = (x^2 + y^2)/2",
         vector_field=vf,
         params=_param_vector(vf, {"a": a_value}),
-        sampler=_normal_sampler(vf.n_state),
         log_density=log_rho,
         chaplygin=system,
         expected=expected,
         t_end=10.0,
         measure_claims=claims,
-        chart_sampler=_normal_sampler(vf.n_state),
-        chart_t=2.0,
-        density_variables=list(vf.states[:2]),
-        description={
-            "coordinates": "reduced chart (x, y, p_x, p_y) on T*R^2",
-            "state dimension": vf.n_state,
-            "parameters": {"a": a_value},
-            "initial states": "standard normal",
-        },
+        **_reduced_chart(vf, "reduced chart (x, y, p_x, p_y) on T*R^2", {"a": a_value}),
     )
 
 
@@ -580,7 +589,6 @@ def _build_disk(_n: int | None) -> Instance:
         title="Vertical rolling disk (m = 1, R = 1, I = 1/4, J = 1/2)",
         vector_field=vf,
         params=_param_vector(vf, values),
-        sampler=_normal_sampler(vf.n_state),
         log_density=sp.Integer(0),
         chaplygin=system,
         expected=Expectation(
@@ -590,15 +598,7 @@ def _build_disk(_n: int | None) -> Instance:
         measure_claims=[
             MeasureClaim(sp.Integer(1), True, "Lebesgue ds dp", "seed 004 Section 3.1: C = 0")
         ],
-        chart_sampler=_normal_sampler(vf.n_state),
-        chart_t=2.0,
-        density_variables=list(vf.states[:2]),
-        description={
-            "coordinates": "reduced chart (phi, theta, p_phi, p_theta)",
-            "state dimension": vf.n_state,
-            "parameters": values,
-            "initial states": "standard normal",
-        },
+        **_reduced_chart(vf, "reduced chart (phi, theta, p_phi, p_theta)", values),
     )
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "verify_phi",
     "HamiltonisedSystem",
     "hamiltonise",
+    "reducing_multiplier",
     "reduced_system",
 ]
 

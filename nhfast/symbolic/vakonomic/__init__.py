@@ -13,7 +13,7 @@
   Sec. 5 on Lie groups, (5.3), (5.6), (5.8)-(5.10).
 """
 
-from nhfast.symbolic.vakonomic._forms import (
+from nhfast.symbolic.vakonomic._forms import (  # noqa: F401
     SymbolicVerdict,
     constraint_one_forms,
     frame_to_coordinate_multipliers,
@@ -21,7 +21,8 @@ from nhfast.symbolic.vakonomic._forms import (
     multiplier_symbols,
     velocity_symbols,
 )
-from nhfast.symbolic.vakonomic.consistency import (
+from nhfast.symbolic.vakonomic._forms import __all__ as _forms_all
+from nhfast.symbolic.vakonomic.consistency import (  # noqa: F401
     FrameData,
     consistency_test,
     frame_data,
@@ -29,7 +30,8 @@ from nhfast.symbolic.vakonomic.consistency import (
     restriction_test,
     vakonomic_frame_field,
 )
-from nhfast.symbolic.vakonomic.constraint_algorithm import (
+from nhfast.symbolic.vakonomic.consistency import __all__ as _consistency_all
+from nhfast.symbolic.vakonomic.constraint_algorithm import (  # noqa: F401
     ConstraintAlgorithmResult,
     PresymplecticForm,
     SODEMultiplierRates,
@@ -41,14 +43,16 @@ from nhfast.symbolic.vakonomic.constraint_algorithm import (
     vakonomic_hamiltonian,
     vakonomic_hamiltonian_field,
 )
-from nhfast.symbolic.vakonomic.equations import (
+from nhfast.symbolic.vakonomic.constraint_algorithm import __all__ as _algorithm_all
+from nhfast.symbolic.vakonomic.equations import (  # noqa: F401
     FrameVakonomicEquations,
     SolveMode,
     nonholonomic_coordinate_equations,
     vakonomic_equations,
     vakonomic_frame_equations,
 )
-from nhfast.symbolic.vakonomic.nh_vs_vak import (
+from nhfast.symbolic.vakonomic.equations import __all__ as _equations_all
+from nhfast.symbolic.vakonomic.nh_vs_vak import (  # noqa: F401
     NonholonomicData,
     nonholonomic_data,
     unconstrained_test,
@@ -56,7 +60,8 @@ from nhfast.symbolic.vakonomic.nh_vs_vak import (
     vakonomic_residual,
     vakonomic_test,
 )
-from nhfast.symbolic.vakonomic.noninvariant import (
+from nhfast.symbolic.vakonomic.nh_vs_vak import __all__ as _nh_vs_vak_all
+from nhfast.symbolic.vakonomic.noninvariant import (  # noqa: F401
     ChaplyginBundle,
     IntegralCriterion,
     LeftInvariantConstraint,
@@ -73,60 +78,20 @@ from nhfast.symbolic.vakonomic.noninvariant import (
     lie_vakonomic_equations,
     multiplier_equation,
 )
+from nhfast.symbolic.vakonomic.noninvariant import __all__ as _noninvariant_all
 
+# The imports above re-export each module's ``__all__``; the list is built from those lists.
 __all__ = [
     # the one convention: forms, integrability, symbols, multiplier conversion
-    "constraint_one_forms",
-    "is_integrable",
-    "velocity_symbols",
-    "multiplier_symbols",
-    "frame_to_coordinate_multipliers",
-    "SymbolicVerdict",
+    *_forms_all,
     # equations
-    "SolveMode",
-    "vakonomic_equations",
-    "nonholonomic_coordinate_equations",
-    "FrameVakonomicEquations",
-    "vakonomic_frame_equations",
+    *_equations_all,
     # constraint algorithm
-    "poisson_bracket",
-    "dirac_bergmann",
-    "ConstraintAlgorithmResult",
-    "VakonomicHamiltonian",
-    "vakonomic_hamiltonian",
-    "vakonomic_hamiltonian_field",
-    "PresymplecticForm",
-    "presymplectic_form",
-    "SODEMultiplierRates",
-    "sode_multiplier_rates",
+    *_algorithm_all,
     # nonholonomic versus vakonomic, coordinate route
-    "NonholonomicData",
-    "nonholonomic_data",
-    "unconstrained_test",
-    "vakonomic_test",
-    "vakonomic_residual",
-    "vakonomic_is_nonholonomic",
+    *_nh_vs_vak_all,
     # frame route
-    "FrameData",
-    "frame_data",
-    "consistency_test",
-    "restriction_test",
-    "hamel_field",
-    "vakonomic_frame_field",
+    *_consistency_all,
     # seed 000's own route: non-invariant Chaplygin systems (Lemma 4.6, (4.16), Thm. 4.8(b))
-    "admissible_variation",
-    "ChaplyginBundle",
-    "chaplygin_bundle",
-    "generator_equation",
-    "multiplier_equation",
-    "coordinate_multipliers",
-    "IntegralCriterion",
-    "integral_criterion",
-    "admissible_pair_residuals",
-    "LeftInvariantConstraint",
-    "left_invariant_constraint",
-    "lie_generator_equation",
-    "lie_integral_criterion_integrands",
-    "euler_poincare_suslov",
-    "lie_vakonomic_equations",
+    *_noninvariant_all,
 ]

@@ -11,8 +11,9 @@
   body equations on ``so(3)``.
 """
 
-from nhfast.systems.veselova_body.chart import veselova
-from nhfast.systems.veselova_body.embedded import (
+from nhfast.systems.veselova_body.chart import __all__ as _chart_all
+from nhfast.systems.veselova_body.chart import veselova  # noqa: F401
+from nhfast.systems.veselova_body.embedded import (  # noqa: F401
     VESELOVA_OBSERVABLES,
     chart_to_embedded,
     embedded_momentum,
@@ -24,14 +25,17 @@ from nhfast.systems.veselova_body.embedded import (
     veselova_embedded,
     veselova_structured,
 )
+from nhfast.systems.veselova_body.embedded import __all__ as _embedded_all
 from nhfast.systems.veselova_body.formulas import default_inertia
-from nhfast.systems.veselova_body.lie import (
+from nhfast.systems.veselova_body.lie import __all__ as _lie_all
+from nhfast.systems.veselova_body.lie import (  # noqa: F401
     physical_inertia,
     veselova_body_so3,
     veselova_chaplygin,
     veselova_left_trivialised,
 )
-from nhfast.systems.veselova_body.unreduced import (
+from nhfast.systems.veselova_body.unreduced import __all__ as _unreduced_all
+from nhfast.systems.veselova_body.unreduced import (  # noqa: F401
     embedded_to_unreduced,
     omega_pairs,
     unreduced_to_embedded,
@@ -40,27 +44,12 @@ from nhfast.systems.veselova_body.unreduced import (
     veselova_unreduced,
 )
 
+# Built from the modules' own lists (the imports above re-export them); the embedded
+# structured_program stays in its module.
 __all__ = [
-    "veselova",
-    "veselova_embedded",
-    "veselova_structured",
-    "veselova_unreduced",
-    "veselova_coordinates",
-    "veselova_left_trivialised",
-    "veselova_chaplygin",
-    "physical_inertia",
-    "veselova_body_so3",
-    "VESELOVA_OBSERVABLES",
+    *_chart_all,
+    *(name for name in _embedded_all if name != "structured_program"),
+    *_unreduced_all,
+    *_lie_all,
     "default_inertia",
-    "chart_to_embedded",
-    "embedded_to_chart",
-    "embedded_velocity",
-    "embedded_momentum",
-    "split_state",
-    "join_state",
-    "project_to_constraints",
-    "omega_pairs",
-    "embedded_to_unreduced",
-    "unreduced_to_gamma",
-    "unreduced_to_embedded",
 ]

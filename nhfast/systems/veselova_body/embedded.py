@@ -1,21 +1,17 @@
 """The Veselova system on the whole sphere: ``T*S^{n-1}`` embedded in ``R^{2n}``.
 
 States ``(gamma, m)`` with ``|gamma| = 1``, ``gamma . m = 0``; ``m`` is the momentum covector
-written as a vector of ``gamma^perp`` (``p_k = m . d gamma/d s_k`` in a chart).  With
-``c = (A gamma, gamma)``, ``w = A^{-1} m`` and ``P_gamma x = x - (gamma . x) gamma / |gamma|^2``,
-on the constraint manifold::
+written as a vector of ``gamma^perp``.  With ``c = (A gamma, gamma)``, ``w = A^{-1} m`` and
+``P_gamma x = x - (gamma . x) gamma / |gamma|^2``, on the constraint manifold::
 
     gammadot = v := P_gamma w / c,      mdot = -(m . v) gamma - P_gamma grad U(gamma)
 
-(not printed in García-Naranjo & Marrero 2020: the Dirac bracket of ``T*S^{n-1} =
-{|gamma|^2 = 1, gamma . m = 0}`` plus the gyroscopic force of ``phi = -1/2 ln c``, their
-Theorem 4.3).  The equations are derived by the matrix-level rigid-body engine
-(:class:`~nhfast.symbolic.rigid_body.RigidBody` with ``I(Om) = A Om A``), whose extension off
-the manifold (``gammadot = |gamma|^2 v``, ``mdot = -(m . v) gamma - |gamma|^2 P_gamma grad U``)
-keeps ``|gamma|^2`` and ``gamma . m`` exact first integrals, so the ambient divergence on the
-manifold is the Liouville one and the density ``c^{(2-n)/2}`` is invariant on the whole
-sphere.  :func:`veselova_structured` compiles the engine's program with looped kernels,
-:func:`veselova_embedded` unrolls it into SymPy expressions.
+No program is written by hand here: :func:`structured_program` has the matrix-level rigid-body
+engine (:class:`~nhfast.symbolic.rigid_body.RigidBody`, ``I(Om) = A Om A``, space-fixed
+constraint) derive it and adds the observables :data:`VESELOVA_OBSERVABLES`.
+:func:`veselova_structured` compiles that program with looped kernels, :func:`veselova_embedded`
+unrolls it into SymPy expressions.  The rest are NumPy maps: chart to embedding and back,
+velocity and momentum, splitting and joining states, projection onto the constraints.
 """
 
 from __future__ import annotations

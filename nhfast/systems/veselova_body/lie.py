@@ -129,10 +129,9 @@ def veselova_chaplygin(
         symbolic custom inertia).
     potential : callable, optional
         ``U(gamma)``, receiving the list ``gamma(s)``.
-    simplify : bool or callable
-    name : str, optional
-    compute_C : bool, optional
-        If False, ``C`` is left zero (only ``K`` and ``extra["B"]`` are meaningful).
+    simplify, name, compute_C
+        As for :func:`~nhfast.symbolic.lie_chaplygin.lie_chaplygin_system` (``name`` defaults
+        to ``veselova_chaplygin_<n>``).
 
     Returns
     -------
