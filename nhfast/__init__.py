@@ -86,30 +86,24 @@ __all__ = [
 if _CORE_ERROR is None:
     integrate = _integrate.integrate
 
+    def integrate_hamiltonised(
+        system: Any, *args: Any, phi: Any = None, **kwargs: Any
+    ) -> IntegrationResult:
+        """Integrate a phi-simple Chaplygin system in Hamiltonised form (measure preserving).
 
-def _integrate_hamiltonised(
-    system: Any, *args: Any, phi: Any = None, **kwargs: Any
-) -> IntegrationResult:
-    """Integrate a phi-simple Chaplygin system in Hamiltonised form (measure preserving).
+        ``system`` (a ChaplyginSystem, ReducedChaplyginSystem, HamiltonisedSystem or
+        TimeChangedSystem) is converted by :func:`nhfast.symbolic.time_change.time_changed_system`
+        (with ``phi``, when given, instead of the phi-simplicity search); the other arguments are
+        those of :func:`nhfast.hamiltonised.integrate_hamiltonised`.
 
-    ``system`` (a ChaplyginSystem, ReducedChaplyginSystem, HamiltonisedSystem or
-    TimeChangedSystem) is converted by :func:`nhfast.symbolic.time_change.time_changed_system`
-    (with ``phi``, when given, instead of the phi-simplicity search); the other arguments are
-    those of :func:`nhfast.hamiltonised.integrate_hamiltonised`.
+        Raises
+        ------
+        TypeError, ValueError
+            Bad arguments (naming the argument), or a system that is not phi-simple.
+        IntegrationError
+            A trajectory failed and ``keep_failed`` is False.
+        """
+        from nhfast.symbolic.time_change import time_changed_system
 
-    Raises
-    ------
-    TypeError, ValueError
-        Bad arguments (naming the argument), or a system that is not phi-simple.
-    IntegrationError
-        A trajectory failed and ``keep_failed`` is False.
-    """
-    from nhfast.symbolic.time_change import time_changed_system
-
-    tcs = time_changed_system(system, phi=phi)
-    return _hamiltonised.integrate_hamiltonised(tcs, *args, **kwargs)
-
-
-if _CORE_ERROR is None:
-    integrate_hamiltonised = _integrate_hamiltonised
-    integrate_hamiltonised.__name__ = integrate_hamiltonised.__qualname__ = "integrate_hamiltonised"
+        tcs = time_changed_system(system, phi=phi)
+        return _hamiltonised.integrate_hamiltonised(tcs, *args, **kwargs)

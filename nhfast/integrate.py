@@ -171,8 +171,7 @@ class IntegrationResult:
             observables={k: np.concatenate([p.observables[k] for p in parts]) for k in obs_names},
         )
         if all(p.t_reached is not None for p in parts):
-            res.t_reached = np.concatenate([np.broadcast_to(p.t_reached, p.status.shape)
-                                            for p in parts])  # fmt: skip
+            res.t_reached = np.concatenate([p.t_reached for p in parts])
         if all(p.events is not None for p in parts):
             res.events = EventRecord.concatenate([p.events for p in parts])
         return res
