@@ -1,6 +1,6 @@
 """Per-call cost of ``nh.integrate`` for one trajectory and one step (issue 12, item 4).
 
-On compiled, cached systems -- the structured Veselova body ``veselova_structured(n)`` at
+On compiled, cached systems -- the structured Veselova body ``veselova(n, form="structured")`` at
 n = 4, 16, 64 (states ``2n``, ``n`` positive parameters, two domain conditions, five
 observables) and a small unrolled oscillator -- three measurements per system and method
 (``dop853``; ``rk4`` with ``h`` = the step):
@@ -35,7 +35,7 @@ import sympy as sp
 import nhfast as nh
 from nhfast import _core
 from nhfast.events import EventRecord, domain_watch, event_kernel
-from nhfast.systems import veselova_structured
+from nhfast.systems import veselova
 from nhfast.systems.veselova_body.embedded import join_state
 
 H = 1e-3
@@ -54,7 +54,7 @@ def _oscillator():
 
 
 def _veselova(n: int):
-    vf = veselova_structured(n)
+    vf = veselova(n, form="structured")
     x0 = join_state(np.eye(n)[-1], 0.1 * np.eye(n)[0])
     return vf, x0, np.linspace(1.0, 2.0, n)
 

@@ -2,9 +2,9 @@
 
 Two code paths for the same equations (seed 004 Section 4.2 in the embedded variables):
 
-* ``unrolled``: ``veselova_embedded(n)`` -> ``generate_c`` (joint CSE over fully unrolled
+* ``unrolled``: ``veselova(n, form="embedded")`` -> ``generate_c`` (joint CSE over fully unrolled
   scalar expressions, ``O(n^2)`` code) -> ``nhfast._jit.build``;
-* ``structured``: ``veselova_structured(n)`` -> ``generate_structured_c`` (loops over the
+* ``structured``: ``veselova(n, form="structured")`` -> ``generate_structured_c`` (loops over the
   index, ``O(1)`` code) -> ``nhfast._jit.build``.
 
 Kernels: ``rhs``, ``observables``, ``divergence`` in both paths.  Every compile runs in a fresh,
@@ -38,7 +38,7 @@ import pytest
 from nhfast import _jit
 from nhfast.codegen import generate_c
 from nhfast.codegen.structured import generate_structured_c
-from nhfast.systems.veselova_body import veselova_embedded, veselova_structured
+from nhfast.systems import veselova
 
 NS = (3, 4, 8, 16, 32, 64)
 COMPANIONS = ("divergence", "observables")
@@ -91,11 +91,11 @@ def measure(path: str, n: int) -> dict[str, Any]:
     """Stages of one code path at one ``n``: system, codegen, compile (+ rhs speed)."""
     t0 = time.perf_counter()
     if path == "unrolled":
-        vf = veselova_embedded(n)
+        vf = veselova(n, form="embedded")
         t1 = time.perf_counter()
         source = generate_c(vf.kernel_set(COMPANIONS))
     elif path == "structured":
-        vf = veselova_structured(n)
+        vf = veselova(n, form="structured")
         t1 = time.perf_counter()
         source = generate_structured_c(vf.program)
     else:

@@ -1,8 +1,8 @@
 """Derived kernels against hand-derived ones, per step (issue 30).
 
-What a user constructs, ``nhfast.systems.veselova_rigid_body(n, inertia)`` (the rigid-body
-engine's derivation, ``"engine"``), against the hand-derived programs of
-``tests/references/veselova_hand.py`` (``"hand-derived"``: the seed inertia ``A Om A`` in the
+What a user constructs, ``nhfast.systems.veselova(n, form="structured", inertia=inertia)``
+(the rigid-body engine's derivation, ``"engine"``), against the hand-derived programs of
+``tests/references/veselova_hand.py`` (``"hand-derived"``: the inertia ``A Om A`` in the
 form of García-Naranjo & Marrero 2020, the physical inertia ``J Om + Om J`` by the
 Woodbury solve of the hand-written C anchor), both through nhfast's generators, for
 n = 4, 8, 16, 32, 64 and N = 1000 trajectories (:func:`anchors.problem.initial_states`,
@@ -14,7 +14,7 @@ moments ``1 + i/n``), one thread, measured interleaved in one process (the least
 * ``dop853``: seconds per trajectory-step at rtol = atol = 1e-10;
 * ``rhs``, ``divergence``, ``jvp``: nanoseconds per lane of one kernel call (the right-hand
   side, the divergence, the right-hand side of the tangent program), called in a C loop on
-  the N lanes (the harness of ``anchors/hand_c``); the hand-derived seed divergence is the
+  the N lanes (the harness of ``anchors/hand_c``); the hand-derived ``A Om A`` divergence is the
   hand-written formula, the physical one is generated from the hand program.
 
 Sizes, beside the times: the Taylor kernel's convolutions and other operations per order
@@ -61,7 +61,7 @@ from nhfast.systems.rigid_bodies import rigid_body  # noqa: E402
 
 RESULT = HERE / "results" / "derived_kernels.json"
 NS = [4, 8, 16, 32, 64]
-INERTIAS = ["seed", "physical"]
+INERTIAS = ["a-omega-a", "physical"]
 LANES = 1000
 ROUNDS = 5
 T_END = 5.0
@@ -75,7 +75,7 @@ def programs(n: int, inertia: str):
     from references.veselova_hand import physical_program, veselova_program
 
     body = rigid_body(n, inertia)
-    hand = veselova_program(n) if inertia == "seed" else with_divergence(physical_program(n))
+    hand = veselova_program(n) if inertia == "a-omega-a" else with_divergence(physical_program(n))
     return {
         "engine": (body.program(), body.tangent_program()),
         "hand-derived": (hand, jvp_program(hand)),

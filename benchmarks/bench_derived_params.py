@@ -1,7 +1,7 @@
 """Derived parameters: the integrator's rhs with sub-expressions of the parameters computed
 once per trajectory, against the plain rhs that computes them in every evaluation (issue 12).
 
-The unrolled Veselova body ``veselova_embedded(n)`` (its rhs divides by every ``a_i``) at
+The unrolled Veselova body ``veselova(n, form="embedded")`` (its rhs divides by every ``a_i``) at
 n = 4 and 8, a batch of 256 trajectories with their own inertia, t in [0, 10]; ``dop853`` at
 tol 1e-10 and ``rk4`` with h = 0.01, one thread. Both variants come from the same compiled
 library (``nh_rhs`` and ``nh_rhs_derived``) and give bit-identical trajectories (checked
@@ -21,7 +21,7 @@ import pytest
 
 from nhfast import _core
 from nhfast._abi import METHODS
-from nhfast.systems import veselova_embedded
+from nhfast.systems import veselova
 
 N_TRAJ = 256
 T_EVAL = np.linspace(0.0, 10.0, 3)
@@ -41,7 +41,7 @@ def _states(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 @pytest.fixture(scope="module", params=[4, 8])
 def body(request):
     n = request.param
-    cs = veselova_embedded(n).compile()
+    cs = veselova(n, form="embedded").compile()
     assert cs.derived is not None
     return n, cs, *_states(n)
 

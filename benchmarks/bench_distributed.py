@@ -88,9 +88,9 @@ _LOCAL: dict[str, object] = {}  # the local run: "seconds" (the least of its run
 
 @pytest.fixture(scope="module")
 def problem():
-    from nhfast.systems.veselova_body import veselova_structured
+    from nhfast.systems import veselova
 
-    vf = veselova_structured(N)
+    vf = veselova(N, form="structured")
     vf.compile(())
     return vf, inertia(N), initial_states(N, LANES, seed=N)
 
@@ -232,12 +232,12 @@ def main(argv: list[str]) -> int:
     medians over REPS), the per-chunk overhead, written to ``results/distributed.json``."""
     from anchors.problem import inertia, initial_states
 
-    from nhfast.systems.veselova_body import veselova_structured
+    from nhfast.systems import veselova
 
     lanes = int(argv[1]) if len(argv) > 1 else 1_000_000
     reps = int(argv[2]) if len(argv) > 2 else 2
     chunks = [int(c) for c in argv[3].split(",")] if len(argv) > 3 else [10_000, 50_000, 250_000]
-    vf = veselova_structured(N)
+    vf = veselova(N, form="structured")
     vf.compile(())
     a, x0 = inertia(N), initial_states(N, lanes, seed=N)
     runs: dict[str, list[list[float]]] = {}

@@ -41,20 +41,20 @@ SCIPY_MAX_LANES = 500
 
 def nhfast_system(n: int) -> tuple[nh.VectorField, str]:
     """The structured O(n) Veselova kernel when it exists and agrees, else the embedded one."""
-    from nhfast.systems.veselova_body import veselova_embedded
+    from nhfast.systems import veselova
 
     try:
-        from nhfast.systems.veselova_body import veselova_structured
+        from nhfast.systems import veselova
     except ImportError:
-        return veselova_embedded(n), "veselova_embedded"
-    vf = veselova_structured(n)
+        return veselova(n, form="embedded"), "veselova_embedded"
+    vf = veselova(n, form="structured")
     a = inertia(n)
     x = initial_states(n, 8, seed=99)
     if vf.n_state == 2 * n and np.allclose(
         vf.evaluate("rhs", x, params=a), rhs_numpy(x, a), rtol=1e-13, atol=1e-14
     ):
         return vf, "veselova_structured"
-    return veselova_embedded(n), "veselova_embedded"
+    return veselova(n, form="embedded"), "veselova_embedded"
 
 
 class Problem:

@@ -12,7 +12,7 @@ The Veselova (LR) body ``nhfast.systems.rigid_bodies.rigid_body(n, inertia)``, s
   is the whole child process), ``process_cpu_s`` (CPU seconds of the child and its compiler,
   imports included: the work, steadier than wall time on a shared machine).
 * ``test_rhs_per_lane`` -- one right-hand side on 4096 lanes, called in a C loop (no Python
-  per call): nhfast's generated kernel for the "physical" and "seed" (``A Om A``) inertias
+  per call): nhfast's generated kernel for the "physical" and "a-omega-a" (``A Om A``) inertias
   (Woodbury solve, ``O(n)``) at n = 8, 16, 32, 64 and for the "pairwise" inertia (one moment
   per pair ``(i, j)``, a dense per-lane solve) at n = 8, 16, 32; the hand-written C of the
   physical body (``anchors/hand_c/veselova_physical.c``, checked against the generated kernel
@@ -179,7 +179,7 @@ CASES = (
     [(n, "physical", "hand-c") for n in NS]
     + [(n, "physical", "nhfast") for n in NS]
     + [(n, "physical", "nhfast-looped") for n in LOOPED_NS]
-    + [(n, "seed", "nhfast") for n in NS]
+    + [(n, "a-omega-a", "nhfast") for n in NS]
     + [(n, "pairwise", "nhfast") for n in NS_DENSE]
 )
 
@@ -316,7 +316,7 @@ def summarise(path: Path) -> str:
         ("physical", ("nhfast", "physical")),
         ("looped", ("nhfast-looped", "physical")),
         ("hand-c", ("hand-c", "physical")),
-        ("seed", ("nhfast", "seed")),
+        ("a-omega-a", ("nhfast", "a-omega-a")),
         ("pairwise", ("nhfast", "pairwise")),
     ]
 

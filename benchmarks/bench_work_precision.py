@@ -10,8 +10,8 @@ a copy of the integrator per thread; batch sizes 4 and 8 both run at each tolera
 kept) and ensemble mode (``ensemble_propagate_until_batch`` on two threads), and SciPy's
 ``solve_ivp`` DOP853 with a lean NumPy right-hand side (timed on a few trajectories, reported per
 trajectory). Problems: the Veselova body on SO(n) as a user constructs it,
-``nhfast.systems.veselova_rigid_body(n, inertia)`` (the rigid-body engine's derivation), with
-the seed inertia ``A Om A`` (``veselova``) and the physical one ``J Om + Om J``
+``nhfast.systems.veselova(n, form="structured", inertia=inertia)`` (the rigid-body engine's
+derivation), with the inertia ``A Om A`` (``veselova``) and the physical one ``J Om + Om J``
 (``veselova-physical``), ``n`` = 4 to 64 (:mod:`anchors.problem`; heyoka on the same ``O(n)``
 equations with the moments folded in as numbers), Hénon–Heiles and an FPU-beta chain of 32
 masses (:mod:`anchors.nhfast_hh_fpu`), each at N = 1, 1000 and 10^4 trajectories.
@@ -140,16 +140,19 @@ class Case:
 _SYSTEMS: dict = {}
 
 
-VESELOVA = {"veselova": "seed", "veselova-physical": "physical"}
+VESELOVA = {"veselova": "a-omega-a", "veselova-physical": "physical"}
 
 
 def _veselova_user_field(problem: str, n: int) -> tuple[nh.VectorField, str]:
-    """What a user constructs: ``veselova_rigid_body(n, inertia)`` (the engine's equations;
-    heyoka gets the same ``O(n)`` formulation, :func:`anchors.heyoka_veselova.equations`)."""
-    from nhfast.systems.rigid_bodies import veselova_rigid_body
+    """What a user constructs: ``veselova(n, form="structured", inertia=inertia)`` (the engine's
+    equations; heyoka gets the same ``O(n)`` formulation,
+    :func:`anchors.heyoka_veselova.equations`)."""
+    from nhfast.systems import veselova
 
     inertia = VESELOVA[problem]
-    return veselova_rigid_body(n, inertia), f"veselova_rigid_body({n}, {inertia!r})"
+    return veselova(
+        n, form="structured", inertia=inertia
+    ), f"veselova({n}, form='structured', inertia={inertia!r})"
 
 
 def system(problem: str, n: int) -> tuple[nh.VectorField, str]:
@@ -169,7 +172,7 @@ def make_case(problem: str, n: int, lanes: int, t_end: float, heyoka_ref: bool =
     vf, formulation = system(problem, n)
     if problem in VESELOVA:
         a = inertia(n)
-        rhs = rhs_numpy if VESELOVA[problem] == "seed" else rhs_numpy_physical
+        rhs = rhs_numpy if VESELOVA[problem] == "a-omega-a" else rhs_numpy_physical
         x0, par, f, args = initial_states(n, lanes, seed=n), a, _numpy_rhs(rhs), (a,)
     elif problem == "henon-heiles":
         x0, par, f, args = nf.henon_heiles_states(lanes, seed=1), None, sh.henon_heiles_rhs, ()

@@ -419,7 +419,7 @@ def dk_section(paths: Iterable[Path | str]) -> str:
     cpu = (doc.get("machine_info") or {}).get("cpu", "?")
     return (
         "<h2>Derived kernels against hand-derived ones</h2><p>What a user constructs "
-        "(veselova_rigid_body) over the hand-derived programs of tests/references, per "
+        '(veselova(n, form="structured")) over the hand-derived programs of tests/references, per '
         f"trajectory-step (taylor, dop853) or per lane-call; goal {doc.get('goal')}; "
         f"{html.escape(str(doc.get('datetime', '')))} on {html.escape(str(cpu))}.</p>"
         + table(head, rows)

@@ -76,8 +76,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--inertia",
         choices=list(INERTIAS),
-        help="veselova: inertia operator (seed: A Om A, the default; physical: J Om + Om J; "
-        f"pairwise: H o Om). Above n = {STRUCTURED_N} (seed) and for physical and pairwise "
+        help="veselova: inertia operator (a-omega-a: A Om A, the default; physical: "
+        f"J Om + Om J; pairwise: H o Om). Above n = {STRUCTURED_N} (a-omega-a) and for physical "
+        "and pairwise "
         "the checks run in their structured numerical form; the report says which form ran",
     )
     p.add_argument("--lanes", type=POSITIVE_INT, default=256, help="trajectories (256)")

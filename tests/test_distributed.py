@@ -21,8 +21,8 @@ from distributed import Client
 from references.states import sphere_states
 
 import nhfast as nh
+from nhfast import systems
 from nhfast.distributed import integrate_ensemble, open_store, system_hash
-from nhfast.systems.veselova_body import veselova_structured
 
 N = 4
 A = 1.0 + np.arange(1, N + 1) / N  # a_i = 1 + i/n
@@ -35,7 +35,7 @@ def initial_states(lanes: int, seed: int) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def veselova():
-    return veselova_structured(N)
+    return systems.veselova(N, form="structured")
 
 
 def assert_same(got: nh.IntegrationResult, ref: nh.IntegrationResult) -> None:

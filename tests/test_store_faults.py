@@ -21,7 +21,7 @@ from references.states import sphere_states
 import nhfast as nh
 from nhfast.distributed import integrate_ensemble, open_store
 from nhfast.errors import DamagedStoreError
-from nhfast.systems.veselova_body import veselova_structured
+from nhfast.systems import veselova
 
 N = 4
 A = 1.0 + np.arange(1, N + 1) / N
@@ -35,7 +35,7 @@ def _states(lanes: int, seed: int) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def problem():
-    vf = veselova_structured(N)
+    vf = veselova(N, form="structured")
     x0 = _states(60, seed=3)
     t = np.linspace(0.0, 1.0, 3)
     return vf, x0, t, nh.integrate(vf, x0, t, params=A)

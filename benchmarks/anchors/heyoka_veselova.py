@@ -18,13 +18,13 @@ import heyoka as hy
 import numpy as np
 
 
-def equations(n: int, inertia: str = "seed", values: Any = None) -> list[tuple[Any, Any]]:
+def equations(n: int, inertia: str = "a-omega-a", values: Any = None) -> list[tuple[Any, Any]]:
     """``[(state, rhs)]`` for the states ``(gamma_1..gamma_n, m_1..m_n)``.
 
     Parameters
     ----------
     n : int
-    inertia : {"seed", "physical"}
+    inertia : {"a-omega-a", "physical"}
         ``I(Om) = A Om A`` or ``J Om + Om J`` (the moments as ``par[k]``).
     values : array_like, optional
         The moments as numbers folded into the expressions (reciprocals precomputed), as a
@@ -41,7 +41,7 @@ def equations(n: int, inertia: str = "seed", values: Any = None) -> list[tuple[A
         inv = [hy.expression(1.0 / x) for x in vals]
     c = hy.sum([a[k] * g[k] * g[k] for k in range(n)])
     r2 = hy.sum([g[k] * g[k] for k in range(n)])
-    if inertia == "seed":
+    if inertia == "a-omega-a":
         w = [m[k] * inv[k] for k in range(n)]
         s = hy.sum([g[k] * w[k] for k in range(n)]) / r2
         mw = hy.sum([m[k] * w[k] for k in range(n)])
@@ -51,7 +51,7 @@ def equations(n: int, inertia: str = "seed", values: Any = None) -> list[tuple[A
         mdot = [-q * g[k] for k in range(n)]
         return list(zip(g + m, v + mdot, strict=True))
     if inertia != "physical":
-        raise ValueError(f"inertia must be 'seed' or 'physical', got {inertia!r}")
+        raise ValueError(f"inertia must be 'a-omega-a' or 'physical', got {inertia!r}")
     # K w = (r2 J + c) w - gamma (J gamma . w) on gamma^perp: w = D^-1 (m + beta gamma)
     d = [1.0 / (r2 * a[k] + c) for k in range(n)]
     gd = [g[k] * d[k] for k in range(n)]

@@ -1,7 +1,7 @@
 """The benchmark problem: embedded Veselova on SO(n) with ``a_i = 1 + i/n``.
 
 States ``x = (gamma_1..gamma_n, m_1..m_n)`` as in
-:func:`nhfast.systems.veselova_embedded`; with ``w = A^{-1} m``,
+:func:`nhfast.systems.veselova` (``(n, form="embedded")``); with ``w = A^{-1} m``,
 ``c = (A gamma, gamma)`` and ``r2 = |gamma|^2``::
 
     gammadot = (w - (gamma.w)/r2 gamma) / c,      mdot = -(m . gammadot)/r2 gamma.

@@ -1,7 +1,7 @@
 """SciPy anchor: ``solve_ivp`` with a right-hand side lambdified from nhfast's SymPy expressions.
 
 What a user without nhfast would write: take the expressions of
-:func:`nhfast.systems.veselova_embedded`, ``sympy.lambdify`` them (with common
+:func:`nhfast.systems.veselova` (``(n, form="embedded")``), ``sympy.lambdify`` them (with common
 subexpressions) to a NumPy function of one state, and call
 ``scipy.integrate.solve_ivp(method="DOP853")`` once per trajectory.
 """

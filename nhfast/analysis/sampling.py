@@ -13,7 +13,7 @@ Constraints.  A system "has a constraint manifold" when it is an ``EquationsOfMo
 ``constraints`` (functions that vanish), or a ``VectorField`` with observables named
 ``constraint`` or ``*_constraint`` (must vanish; a sum of squares counts as one equation per
 square) or ``gamma_norm`` (must equal 1: the advected Poisson vector of a rigid body, or the
-embedded sphere of :func:`nhfast.systems.veselova_embedded`).
+embedded sphere of :func:`nhfast.systems.veselova` with ``form="embedded"``).
 
 Every function accepts a ``VectorField`` or anything :func:`as_vector_field` converts.
 

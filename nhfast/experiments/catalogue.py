@@ -7,11 +7,11 @@ sources claim about an invariant measure and Hamiltonisation (:class:`Expectatio
 García-Naranjo & Marrero (2020): the Veselova body on SO(n) (Thm 4.3), the nonholonomic particle
 (Section 4.1), the vertical disk (Section 3.1); the sleigh's ``d Theta != 0`` is computed.
 
-The Veselova example has an inertia option (``"seed"``, ``"physical"``, ``"pairwise"``). The
-seed inertia up to ``n = STRUCTURED_N`` builds the unrolled SymPy field and the Chaplygin chart
-system, so that its checks can be symbolic; above that size, and for the other inertias at every
-size, the instance holds only the structured field (C kernels of an indexed program) and its
-checks run in their structured numerical form (``Instance.form``).
+The Veselova example has an inertia option (``"a-omega-a"``, ``"physical"``, ``"pairwise"``).
+The ``A Om A`` inertia up to ``n = STRUCTURED_N`` builds the unrolled SymPy field and the
+Chaplygin chart system, so that its checks can be symbolic; above that size, and for the other
+inertias at every size, the instance holds only the structured field (C kernels of an indexed
+program) and its checks run in their structured numerical form (``Instance.form``).
 """
 
 from __future__ import annotations
@@ -29,10 +29,11 @@ from nhfast.systems import (
     nonholonomic_particle,
     vertical_rolling_disk,
     veselova,
-    veselova_embedded,
 )
-from nhfast.systems.rigid_bodies import rigid_body_params, veselova_rigid_body
-from nhfast.systems.veselova_body import default_inertia, embedded_to_chart, veselova_structured
+from nhfast.systems.inertia import INERTIAS as _NAMED_INERTIAS
+from nhfast.systems.inertia import named_inertia
+from nhfast.systems.rigid_bodies import rigid_body_params
+from nhfast.systems.veselova_body import default_inertia, embedded_to_chart
 from nhfast.systems.veselova_body.formulas import (
     density_exponent,
     inertia_quadratic,
@@ -56,8 +57,8 @@ __all__ = [
 ]
 
 #: Inertia operators of the Veselova example (``--inertia``); the first is the default.
-INERTIAS = ("seed", "physical", "pairwise")
-#: Largest ``n`` at which the seed-inertia Veselova example is built symbolically (the chart
+INERTIAS = tuple(_NAMED_INERTIAS)
+#: Largest ``n`` at which the ``A Om A`` Veselova example is built symbolically (the chart
 #: system of ``veselova(n)`` costs minutes from ``n`` of about 10 on).
 STRUCTURED_N = 6
 #: Values of :attr:`Instance.form`.
@@ -312,9 +313,15 @@ def _veselova_chart_sampler(n: int, a: np.ndarray, radius: float = 0.4) -> Sampl
 
 #: The inertia operators of the Veselova example, for reports.
 INERTIA_TEXT = {
-    "seed": "I(Om) = A Om A, A = diag(a), a_i = 1 + i/n (seed 004)",
-    "physical": "I(Om) = J Om + Om J, J = diag(j), j_i = 1 + i/n",
-    "pairwise": "I(Om)_ij = H_ij Om_ij, H_ij = j_i + j_j, j_i = 1 + i/n (dense solve)",
+    name: f"{spec.formula}, {values}"
+    for name, spec in _NAMED_INERTIAS.items()
+    for values in [
+        {
+            "a-omega-a": "a_i = 1 + i/n (seed 004)",
+            "physical": "j_i = 1 + i/n",
+            "pairwise": "H_ij = j_i + j_j, j_i = 1 + i/n (dense solve)",
+        }[name]
+    ]
 }
 
 
@@ -343,7 +350,7 @@ def _structured_sampler(
 ) -> Sampler:
     """gamma uniform on the sphere, m Gaussian in gamma^perp scaled to energy 1/2 (the energy
     from the field's observable kernel: quadratic in m without a potential)."""
-    if inertia == "seed":
+    if inertia == "a-omega-a":
         return _veselova_sampler(n, params)  # the same draws as the unrolled example
     k = _observable_index(vf, "energy")
 
@@ -360,11 +367,12 @@ def _structured_sampler(
     return sample
 
 
-def _build_veselova(n: int | None, inertia: str = "seed") -> Instance:
+def _build_veselova(n: int | None, inertia: str = "a-omega-a") -> Instance:
     assert n is not None
-    if inertia != "seed" or n > STRUCTURED_N:
+    inertia = named_inertia(inertia).name
+    if inertia != "a-omega-a" or n > STRUCTURED_N:
         return _build_veselova_structured(n, inertia)
-    vf = veselova_embedded(n)
+    vf = veselova(n, form="embedded")
     a = default_inertia(n)
     red = veselova(n)
     c = red.extra["c"]
@@ -416,7 +424,7 @@ def _build_veselova(n: int | None, inertia: str = "seed") -> Instance:
             "state dimension": vf.n_state,
             "parameters": {f"a{i + 1}": float(v) for i, v in enumerate(a)},
             "initial states": "gamma uniform on the sphere, m Gaussian in gamma^perp, energy 1/2",
-            "inertia": INERTIA_TEXT["seed"],
+            "inertia": INERTIA_TEXT["a-omega-a"],
             "checks": "symbolic (Chaplygin reduction) and numerical (unrolled kernels)",
         },
     )
@@ -425,8 +433,8 @@ def _build_veselova(n: int | None, inertia: str = "seed") -> Instance:
 def _build_veselova_structured(n: int, inertia: str) -> Instance:
     """The Veselova example as a structured field only (no unrolled SymPy, no chart system)."""
     exponent = density_exponent(n)
-    if inertia == "seed":
-        vf: Any = veselova_structured(n)
+    vf: Any = veselova(n, form="structured", inertia=inertia)
+    if inertia == "a-omega-a":
         params = default_inertia(n)
         log_rho = ("log_density", 1.0)
         label = f"(A gamma, gamma)^({exponent})"
@@ -443,9 +451,7 @@ def _build_veselova_structured(n: int, inertia: str) -> Instance:
             sigma_text=f"{exponent} ln (A gamma, gamma)",
             phi_text="-1/2 ln (A gamma, gamma)",
         )
-        form = "veselova_structured: hand-written indexed program, generated divergence"
     else:
-        vf = veselova_rigid_body(n, inertia)
         params = rigid_body_params(n, inertia)
         log_rho = ("log_det_metric", -0.5)
         label = "det(K_gamma)^(-1/2)"
@@ -461,7 +467,6 @@ def _build_veselova_structured(n: int, inertia: str) -> Instance:
             source="seed 004 digest Sec. 4.4 (any inertia)",
             sigma_text="-1/2 ln det K_gamma",
         )
-        form = "veselova_rigid_body: matrix-level rigid-body engine"
     source = expected.source
     liouville = vf.with_divergence("nh_ell") if "divergence" in vf.program.outputs else None
     return Instance(
@@ -487,7 +492,10 @@ def _build_veselova_structured(n: int, inertia: str) -> Instance:
             "n": n,
             "inertia": INERTIA_TEXT[inertia],
             "shape space": f"S^{n - 1} (rank r = {n - 1})",
-            "integrated form": f"embedded (gamma, m) in R^2n, whole sphere; {form}",
+            "integrated form": (
+                f"embedded (gamma, m) in R^2n, whole sphere; veselova(n, form='structured', "
+                f"inertia={inertia!r}): the rigid-body engine's equations, looped kernels"
+            ),
             "state dimension": vf.n_state,
             "parameters": f"{len(params)} values ({INERTIA_TEXT[inertia].split(', ', 1)[1]})",
             "initial states": "gamma uniform on the sphere, m Gaussian in gamma^perp, energy 1/2",
@@ -495,7 +503,7 @@ def _build_veselova_structured(n: int, inertia: str) -> Instance:
                 "structured numeric (C kernels of the indexed program; "
                 + (
                     f"the symbolic checks run only for n <= {STRUCTURED_N})"
-                    if inertia == "seed"
+                    if inertia == "a-omega-a"
                     else "no symbolic form exists for this inertia)"
                 )
             ),

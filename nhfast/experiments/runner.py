@@ -193,9 +193,9 @@ def run_example(
     chunk : int, optional
         Trajectories per block or task (default: about a tenth of the batch, at least 64).
     inertia : str, optional
-        Inertia operator of examples that have one (Veselova: ``"seed"``, ``"physical"``,
+        Inertia operator of examples that have one (Veselova: ``"a-omega-a"``, ``"physical"``,
         ``"pairwise"``; default the example's first). Instances built in the structured form
-        (Veselova with the seed inertia above ``n = STRUCTURED_N``, the other inertias always)
+        (Veselova with the ``A Om A`` inertia above ``n = STRUCTURED_N``, the other inertias always)
         run every check in its structured numerical form; each check's figure ``"form"`` says
         which form ran.
 
@@ -248,7 +248,7 @@ def run_example(
     if structured:
         settings["form of the checks"] = (
             "structured numeric: only the structured field is built (the symbolic forms run "
-            f"for the seed inertia with n <= {STRUCTURED_N})"
+            f"for the A Om A inertia with n <= {STRUCTURED_N})"
         )
 
     drift, sym_measure, sym_phi, num_measure, num_ham = [], [], [], [], []
@@ -340,7 +340,7 @@ def run_example(
                 sym_phi = [structured_hamiltonisation_check(inst, seed, params)]
             settings["Hamiltonisation checks"] = (
                 "structured: pointwise on sampled states (the chart checks need the Chaplygin "
-                f"chart system, built for the seed inertia with n <= {STRUCTURED_N} only)"
+                f"chart system, built for the A Om A inertia with n <= {STRUCTURED_N} only)"
             )
     elif {"symbolic", "measure", "hamiltonisation"} & set(checks):
         with stage("symbolic checks", "symbolic checks of the Chaplygin reduction"):

@@ -22,8 +22,8 @@ states.
 
 The equations above are the standard Euler-Poincare-Suslov form, derived here from
 Lagrange-d'Alembert.  Examples: :func:`nhfast.systems.suslov` (a left-invariant constraint) and
-:func:`nhfast.systems.veselova_body_so3` (the Veselova constraint, García-Naranjo & Marrero 2020,
-(4.3)-(4.7)).
+:func:`nhfast.systems.veselova` with ``form="so3"`` (the Veselova constraint, García-Naranjo &
+Marrero 2020, (4.3)-(4.7)).
 """
 
 from __future__ import annotations

@@ -15,28 +15,15 @@ from nhfast.systems.examples import (
     two_constraint_system,
     vertical_rolling_disk,
 )
-from nhfast.systems.rigid_bodies import (
-    rigid_body,
-    rigid_body_params,
-    suslov_rigid_body,
-    veselova_rigid_body,
-)
+from nhfast.systems.inertia import INERTIAS
+from nhfast.systems.rigid_bodies import rigid_body, rigid_body_params, suslov_rigid_body
 from nhfast.systems.rolling_disk import (
     contact_particle,
     rolling_disk_phi_heading,
     rolling_disk_theta_heading,
 )
 from nhfast.systems.suslov_problem import suslov
-from nhfast.systems.veselova_body import (
-    veselova,
-    veselova_body_so3,
-    veselova_chaplygin,
-    veselova_coordinates,
-    veselova_embedded,
-    veselova_left_trivialised,
-    veselova_structured,
-    veselova_unreduced,
-)
+from nhfast.systems.veselova_body import veselova
 from nhfast.systems.wheeled import two_wheeled_carriage, unicycle
 
 __all__ = [
@@ -51,22 +38,15 @@ __all__ = [
     "chaplygin_ball",
     "chaplygin_ball_density",
     "veselova",
-    "veselova_left_trivialised",
-    "veselova_chaplygin",
+    "INERTIAS",
     "rigid_body",
-    "veselova_rigid_body",
     "suslov_rigid_body",
     "rigid_body_params",
-    "veselova_coordinates",
-    "veselova_embedded",
-    "veselova_unreduced",
-    "veselova_structured",
     "rolling_disk_phi_heading",
     "rolling_disk_theta_heading",
     "contact_particle",
     "LieGroupSystem",
     "suslov",
-    "veselova_body_so3",
     "unicycle",
     "two_wheeled_carriage",
 ]

@@ -1,14 +1,8 @@
-"""Rigid bodies on SO(n) from the matrix-level engine: Veselova (LR) and Suslov families.
+"""Rigid bodies on SO(n) from the matrix-level engine: the Veselova (LR) and Suslov families.
 
-Three inertia operators are named (any other is a :class:`~nhfast.symbolic.rigid_body.RigidBody`
-away):
-
-* ``"seed"`` -- ``I(Om) = A Om A``, ``A = diag(a)``: the inertia of García-Naranjo & Marrero
-  (2020), ``I(u ^ v) = (Au) ^ (Av)``;
-* ``"physical"`` -- ``I(Om) = J Om + Om J``, ``J = diag(j)``: a physical body with mass tensor
-  ``J`` (the two agree only for ``n = 3``);
-* ``"pairwise"`` -- ``I(Om)_ij = H_ij Om_ij``: one moment of inertia per pair ``(i, j)`` (``H``
-  symmetric; its diagonal is unused): no diagonal-plus-low-rank structure, a dense solve.
+The inertia is one of the named operators of :mod:`nhfast.systems.inertia` (``"a-omega-a"``,
+``"physical"``, ``"pairwise"``); any other is a :class:`~nhfast.symbolic.rigid_body.RigidBody`
+away.
 """
 
 from __future__ import annotations
@@ -21,29 +15,19 @@ import sympy as sp
 
 from nhfast.structured_field import StructuredVectorField
 from nhfast.symbolic import rigid_body as rb
+from nhfast.systems.inertia import named_inertia
 
 __all__ = [
-    "INERTIAS",
     "rigid_body",
-    "veselova_rigid_body",
     "suslov_rigid_body",
     "rigid_body_params",
-    "inertia_operator",
     "omega_from_state",
 ]
 
-#: Named inertia operators: name -> (matrix-level callable, parameter declarations).
-INERTIAS: dict[str, tuple[Callable[..., Any], tuple[rb.Param, ...]]] = {
-    "seed": (lambda Om, A: A * Om * A, (rb.diagonal("a", positive=True),)),
-    "physical": (lambda Om, J: J * Om + Om * J, (rb.diagonal("j", positive=True),)),
-    "pairwise": (lambda Om, H: sp.HadamardProduct(H, Om), (rb.symmetric("H"),)),
-}
 
-
-def _named(inertia: str) -> tuple[Callable[..., Any], tuple[rb.Param, ...]]:
-    if inertia not in INERTIAS:
-        raise ValueError(f"inertia must be one of {sorted(INERTIAS)}, got {inertia!r}")
-    return INERTIAS[inertia]
+def _named(inertia: str) -> tuple[str, Callable[..., Any], tuple[rb.Param, ...]]:
+    spec = named_inertia(inertia)
+    return spec.name, spec.operator, (spec.param,)
 
 
 def rigid_body(
@@ -60,7 +44,7 @@ def rigid_body(
     ----------
     n : int
         ``n >= 3``.
-    inertia : {"seed", "physical", "pairwise"}
+    inertia : {"a-omega-a", "physical", "pairwise"}
     constraint : {"space_fixed", "body_fixed"}
         Veselova (LR) or Suslov family.
     potential, component_potential : callable, optional
@@ -71,7 +55,7 @@ def rigid_body(
         inertia's parameters) instead of ``e_n``; ``e_n`` is an eigenvector of the named
         inertias, so only a tilted axis gives non-trivial free motion.
     """
-    fn, params = _named(inertia)
+    inertia, fn, params = _named(inertia)
     if constraint not in ("space_fixed", "body_fixed"):
         raise ValueError(f"constraint must be 'space_fixed' or 'body_fixed', got {constraint!r}")
     if axis and constraint != "body_fixed":
@@ -100,30 +84,8 @@ def rigid_body(
         potential=potential,
         component_potential=component_potential,
         constraint=con,
-        name=f"{family}_{inertia}_{n}",
+        name=f"{family}_{inertia.replace('-', '_')}_{n}",
     )
-
-
-def veselova_rigid_body(
-    n: int, inertia: str = "physical", potential: Any = None
-) -> StructuredVectorField:
-    """Veselova body on SO(n) (``Omega in gamma ^ R^n``) with a named inertia; structured kernels.
-
-    Parameters
-    ----------
-    n : int
-        ``n >= 3``.
-    inertia : {"seed", "physical", "pairwise"}
-    potential : callable, optional
-        ``U([gamma1, ..., gamma_n])`` of the components.
-
-    Returns
-    -------
-    StructuredVectorField
-        States ``(gamma, m)``, parameters as in :func:`rigid_body_params`; observables
-        :data:`nhfast.symbolic.rigid_body.OBSERVABLES`.
-    """
-    return rigid_body(n, inertia, "space_fixed", component_potential=potential).vector_field()
 
 
 def suslov_rigid_body(
@@ -160,7 +122,7 @@ def rigid_body_params(
             e = rng.normal(size=n)
         base = rigid_body_params(n, inertia, rng)
         return np.concatenate([base, e / np.linalg.norm(e)])
-    _named(inertia)
+    inertia = _named(inertia)[0]
     if rng is None:
         d = 1.0 + np.arange(1, n + 1) / n
     else:
@@ -173,19 +135,6 @@ def rigid_body_params(
         H = 1.0 + rng.random((n, n))
         H = (H + H.T) / 2
     return H.ravel()
-
-
-def inertia_operator(inertia: str, params: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """NumPy ``Om -> I(Om)`` (on ``(..., n, n)`` arrays) of a named inertia."""
-    _named(inertia)
-    p = np.asarray(params, dtype=float)
-    if inertia == "seed":
-        return lambda Om: p[..., :, None] * Om * p[..., None, :]
-    if inertia == "physical":
-        return lambda Om: p[..., :, None] * Om + Om * p[..., None, :]
-    n = int(round(np.sqrt(p.shape[-1])))
-    H = p.reshape(*p.shape[:-1], n, n)
-    return lambda Om: H * Om
 
 
 def omega_from_state(
@@ -210,7 +159,7 @@ def omega_from_state(
     gamma = np.asarray(gamma, dtype=float)
     m = np.asarray(m, dtype=float)
     n = gamma.shape[-1]
-    op = inertia_operator(inertia, params)
+    op = named_inertia(inertia).numpy(params)
     e = np.eye(n)[-1] if axis is None else np.asarray(axis, dtype=float)
     b = gamma if constraint == "space_fixed" else np.broadcast_to(e, gamma.shape)
     eye = np.eye(n)

@@ -17,7 +17,6 @@ from nhfast.systems import (
     nonholonomic_particle,
     veselova,
 )
-from nhfast.systems.veselova_body import veselova_embedded
 from nhfast.vectorfield import VectorField
 
 
@@ -66,7 +65,7 @@ def test_veselova_embedded_recovers_density_random_real_a(n):
     """Whole-sphere form, random real A: Q proportional to (A gamma, gamma), exponent (2-n)/2."""
     rng = np.random.default_rng(200 + n)
     a = rng.uniform(0.5, 4.0, size=n)
-    vf = veselova_embedded(n)
+    vf = veselova(n, form="embedded")
     x = sample_box(vf, 3 * (n + 1) * (n + 2), -1, 1, seed=n)
     fit = discover_density(vf, x, params=a)
     assert fit.exists, fit.statement

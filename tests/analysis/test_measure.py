@@ -22,7 +22,6 @@ from nhfast.systems import (
     suslov,
     veselova,
 )
-from nhfast.systems.veselova_body import veselova_embedded
 
 
 def _chart(n: int):
@@ -60,7 +59,7 @@ def test_veselova_chart_density_preserved_liouville_not(n):
 @pytest.mark.parametrize("n", [5, 6])
 def test_veselova_embedded_density_preserved_liouville_not(n):
     """Whole-sphere form; density c^((2-n)/2) w.r.t. dgamma dm on the constraint manifold."""
-    vf = veselova_embedded(n, potential=lambda g: g[0] * g[1])
+    vf = veselova(n, form="embedded", potential=lambda g: g[0] * g[1])
     a = np.random.default_rng(2000 + n).uniform(0.5, 3.0, size=n)
     x0 = sample_box(vf, 6, -1, 1, seed=n, params=a)
     rho = sp.exp(vf.observables["log_density"])

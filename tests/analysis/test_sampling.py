@@ -16,7 +16,6 @@ from nhfast.analysis.sampling import (
 )
 from nhfast.symbolic.equations import chaplygin_equations
 from nhfast.systems import nonholonomic_particle, suslov, veselova
-from nhfast.systems.veselova_body import veselova_embedded
 from nhfast.vectorfield import VectorField
 
 SUSLOV_I = [2.0, 3.0, 4.0, 0.3, -0.2]
@@ -66,7 +65,7 @@ def test_box_outside_domain_raises(chart3):
 
 
 def test_constraint_projection_embedded_sphere():
-    vf = veselova_embedded(4)
+    vf = veselova(4, form="embedded")
     cons = constraint_functions(vf)
     assert set(cons) == {"gamma_norm", "momentum_constraint"}
     x = sample_box(vf, 50, -1, 1, seed=2)
@@ -97,7 +96,7 @@ def test_energy_shell_hits_the_level():
 
 
 def test_energy_shell_on_constraint_manifold():
-    vf = veselova_embedded(3, potential=lambda g: g[0])
+    vf = veselova(3, form="embedded", potential=lambda g: g[0])
     a = [1.0, 2.0, 3.0]
     x = sample_energy_shell(vf, 32, 2.0, -1, 1, seed=3, params=a)
     obs = vf.compile(("observables",)).evaluate("observables", x, params=a)

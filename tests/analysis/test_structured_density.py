@@ -1,7 +1,8 @@
 """Structured candidate densities at any n (issue 11 item 4).
 
 The Veselova body on SO(n) with the physical inertia ``I(Om) = J Om + Om J`` (issue 11 engine,
-``nhfast.systems.veselova_rigid_body``) lives on ``T*S^{n-1} = {|gamma| = 1, gamma.m = 0}``.
+``nhfast.systems.veselova(n, form="structured", inertia=...)``) lives on
+``T*S^{n-1} = {|gamma| = 1, gamma.m = 0}``.
 Digest seed004.md Section 4.4 / O18: for any inertia ``Theta = d sigma`` with
 ``sigma = -1/2 ln det K`` (the reduced metric), so ``rho = (det K_gamma)^(-1/2)`` should be an
 invariant density of the Liouville volume.  Checked here with the structured observable
@@ -29,12 +30,9 @@ from nhfast.analysis.measure import (
     validate_states,
 )
 from nhfast.integrate import integrate
-from nhfast.systems.rigid_bodies import (
-    inertia_operator,
-    rigid_body_params,
-    suslov_rigid_body,
-    veselova_rigid_body,
-)
+from nhfast.systems import veselova
+from nhfast.systems.inertia import named_inertia
+from nhfast.systems.rigid_bodies import rigid_body_params, suslov_rigid_body
 
 
 def _states(n: int, k: int, rng: np.random.Generator, axis: np.ndarray | None = None):
@@ -51,7 +49,7 @@ def _dense_log_det(n: int, j: np.ndarray):
     """``log det`` of the reduced metric on gamma^perp, assembled column by column in NumPy
     (``K w = -P I(gamma ^ w) gamma``; ``det(K + gamma gamma^T) = det K|_perp`` for unit
     gamma): independent of the engine's Woodbury formula and its observable."""
-    op = inertia_operator("physical", j)
+    op = named_inertia("physical").numpy(j)
     eye = np.eye(n)
 
     def log_det(x: np.ndarray, par: np.ndarray) -> np.ndarray:
@@ -71,7 +69,7 @@ def _dense_log_det(n: int, j: np.ndarray):
 @pytest.fixture(scope="module")
 def physical8():
     n = 8
-    vf = veselova_rigid_body(n, "physical")
+    vf = veselova(n, form="structured", inertia="physical")
     par = rigid_body_params(n, "physical")
     x = _states(n, 40, np.random.default_rng(11))
     return n, vf, par, x
@@ -133,7 +131,7 @@ def test_exact_derivative_of_a_structured_observable():
     """Forward mode through the program (n = 4): roundoff-level residual, the structured
     default basis (log observables), names in the basis, and agreement with differences."""
     n = 4
-    vf = veselova_rigid_body(n, "physical")
+    vf = veselova(n, form="structured", inertia="physical")
     par = rigid_body_params(n, "physical", rng=np.random.default_rng(4))
     x = _states(n, 30, np.random.default_rng(12))
     fit = discover_density(vf, x, basis=["log_det_metric"], params=par)
@@ -244,7 +242,7 @@ def test_physical_density_large_n(n):
     """Issue 11 item 4 at n = 16 and 32: found on samples, confirmed by Liouville's integral
     (with the forward-mode variational lanes) and by flow-map determinants; rho^1.1 and
     rho = 1 rejected."""
-    vf = veselova_rigid_body(n, "physical")
+    vf = veselova(n, form="structured", inertia="physical")
     par = rigid_body_params(n, "physical", rng=np.random.default_rng(n))
     x = _states(n, 40, np.random.default_rng(n + 1))
     fit = discover_density(vf, x, basis=["log_det_metric"], params=par)
@@ -272,8 +270,8 @@ def test_physical_density_large_n(n):
 def test_seed_inertia_log_det_metric_is_a_power_of_c():
     """Seed inertia (digest 4.4): sigma = -1/2 log det K = -(n-2)/2 ln (A gamma, gamma) + const."""
     n = 32
-    vf = veselova_rigid_body(n, "seed")
-    a = rigid_body_params(n, "seed")
+    vf = veselova(n, form="structured", inertia="a-omega-a")
+    a = rigid_body_params(n, "a-omega-a")
     x = _states(n, 12, np.random.default_rng(2))
     ld = LogTerm("log_det_metric").values(vf, x, np.tile(a, (12, 1)))
     c = np.sum(a * x[:, :n] ** 2, axis=1)

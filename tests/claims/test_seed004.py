@@ -32,8 +32,6 @@ from nhfast.systems import (
     nonholonomic_particle,
     vertical_rolling_disk,
     veselova,
-    veselova_body_so3,
-    veselova_left_trivialised,
 )
 
 
@@ -429,7 +427,7 @@ def test_004_32_printed_4_13_B(n: int) -> None:
     # (4.13) as printed: B_ijl = a_n g_i g_j g_l (a_i - a_j)/g_n^2 + a_j g_i (a_i - a_n) delta_jl
     #                            - a_i g_j (a_j - a_n) delta_il
     # against <<[X_i, X_j], X_l>> from the left-trivialised brackets, and C K = B with (4.14)
-    L = veselova_left_trivialised(n, compute_C=False)
+    L = veselova(n, form="lie-algebra", compute_C=False)
     V = _veselova(n)
     s, a = V.s, V.params
     g = V.extra["gamma"]
@@ -523,7 +521,7 @@ def test_004_49_every_diagonal_inertia_is_of_type_4_5() -> None:
     # diagonal I, and (A gamma, gamma) = det A (I^{-1} gamma, gamma)
     I = sp.symbols("I1:4", positive=True)  # noqa: E741
     a = [sp.sqrt(I[(i + 1) % 3] * I[(i + 2) % 3] / I[i]) for i in range(3)]
-    S = veselova_body_so3()
+    S = veselova(3, form="so3")
     sub = dict(zip(S.params, a, strict=True))
     inertia = S.inertia.subs(sub)
     assert all(is_zero(inertia[i, j] - (I[i] if i == j else 0)) for i in range(3) for j in range(3))

@@ -2,9 +2,10 @@
 body with the physical inertia ``J Omega + Omega J`` (and another inertia not of the form (4.5)) is
 not phi-simple for ``n >= 4``, yet ``Theta = d sigma`` with ``sigma = -1/2 ln(det K gamma_n^2)``.
 
-The reduced data come from ``veselova_chaplygin`` (Lie-algebra data: lifts (4.11), bracket (B.1),
-(4.15)); they are checked here against Lemma 4.5 (``[X_i, X_j] = u_i ^ u_j``, inertia-free) with
-``K`` and ``B_ijl = (I(u_i ^ u_j), X_l)_kappa`` formed independently, and ``det K`` by SymPy.
+The reduced data come from ``veselova(n, form="lie-algebra", inertia=...)`` (Lie-algebra data:
+lifts (4.11), bracket (B.1), (4.15)); they are checked here against Lemma 4.5
+(``[X_i, X_j] = u_i ^ u_j``, inertia-free) with ``K`` and ``B_ijl = (I(u_i ^ u_j), X_l)_kappa``
+formed independently, and ``det K`` by SymPy.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import pytest
 import sympy as sp
 
 from nhfast.symbolic.chaplygin import invariant_measure, phi_simple, theta_form, verify_phi
+from nhfast.systems import veselova
+from nhfast.systems.inertia import INERTIAS
 from nhfast.systems.veselova_body import formulas as F
-from nhfast.systems.veselova_body.lie import physical_inertia, veselova_chaplygin
 
 # a rational point of the open upper hemisphere with rational gamma_n (s = 2t/(1+|t|^2))
 _T = [sp.Rational(1, 5), sp.Rational(-2, 7), sp.Rational(1, 3), sp.Rational(1, 4)]
@@ -71,7 +73,9 @@ def _physical(n: int, rational: bool) -> tuple:
         if rational
         else list(sp.symbols(f"j1:{n + 1}", positive=True))
     )
-    return veselova_chaplygin(n, physical_inertia(j), params=[] if rational else j), j
+    return veselova(
+        n, form="lie-algebra", inertia=_physical_inertia(j), params=[] if rational else j
+    ), j
 
 
 def _physical_n4_checks(rational: bool) -> None:
@@ -111,7 +115,7 @@ def test_004_45_physical_n4_not_phi_simple_seed_inertia_is() -> None:
     # the same body with the seed inertia (4.5) is phi-simple with phi = -1/2 ln c (Thm 4.3)
     a = [sp.Rational(k + 2, k + 1) for k in range(4)]
     A = sp.diag(*a)
-    seed = veselova_chaplygin(4, lambda Om: A * Om * A, params=[])
+    seed = veselova(4, form="lie-algebra", inertia=lambda Om: A * Om * A, params=[])
     c = F.inertia_quadratic(a, F.hemisphere_gamma(seed.s))
     verify_phi(seed, F.phi(c))
     with pytest.raises(ValueError, match="not phi-simple"):
@@ -124,7 +128,7 @@ def test_004_45_pairs_inertia_n4_theta_is_d_sigma() -> None:
     n = 4
     H = sp.Matrix(n, n, lambda a, b: sp.Rational(3 + (a * 5 + b * 5 + a * b) % 7, 2 + (a + b) % 3))
     inertia = lambda Om: Om.multiply_elementwise(H)  # noqa: E731
-    red = veselova_chaplygin(n, inertia, params=[])
+    red = veselova(n, form="lie-algebra", inertia=inertia, params=[])
     _check_against_lemma_4_5(red, n, inertia)
     th, s = theta_form(red.C, simplify=False), red.s
     sigma = _log_det_sigma(red)
@@ -172,3 +176,9 @@ def test_004_45_physical_n4_invariant_measure_public_call() -> None:
     sigma = _log_det_sigma(red)
     for x in red.s:
         assert sp.cancel(sp.diff(m.sigma - sigma, x)) == 0
+
+
+def _physical_inertia(j):
+    """``Om -> J Om + Om J`` with ``J = diag(j)`` (the registry's formula, explicit matrices)."""
+    J = sp.diag(*j)
+    return lambda Om: INERTIAS["physical"].operator(Om, J)

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from nhfast.codegen import IndexedProgram, StructuredNumpyKernel, structured_numpy_kernels
 from nhfast.codegen.differentiate import divergence_block, jvp_program, with_divergence
 from nhfast.structured_field import StructuredVectorField
-from nhfast.systems.veselova_body import veselova_structured
+from nhfast.systems import veselova
 
 
 def cubic(g: list) -> sp.Expr:
@@ -127,8 +127,8 @@ def test_veselova_divergence_through_c_looped():
 
 
 def shipped_veselova(n: int, potential=None) -> IndexedProgram:
-    """The program behind ``veselova_structured`` (however the package derives it)."""
-    return veselova_structured(n, potential).program
+    """The program behind ``veselova(n, form="structured")`` (however the package derives it)."""
+    return veselova(n, potential, form="structured").program
 
 
 def test_shipped_veselova_divergence_finite_differences_and_seed_formula():

@@ -1,7 +1,7 @@
 """Structured (looped) code generation: IndexedProgram -> C kernels of the kernel ABI.
 
 The structured Veselova kernels are compared with the fully unrolled SymPy code of
-``veselova_embedded`` (generic code generator, independent expressions); the generic
+``veselova(n, form="embedded")`` (generic code generator, independent expressions); the generic
 mechanism is compared with its own unrolled SymPy form and with the NumPy interpreter.
 """
 
@@ -28,7 +28,7 @@ from nhfast.codegen import (
     structured_numpy_kernels,
 )
 from nhfast.structured_field import StructuredVectorField
-from nhfast.systems.veselova_body import veselova_embedded, veselova_structured
+from nhfast.systems import veselova
 from nhfast.systems.veselova_body.embedded import structured_program
 
 
@@ -40,7 +40,7 @@ def potential(gamma: list) -> sp.Expr:
 
 def hand_structured(n: int, pot=None) -> StructuredVectorField:
     """The engine's program through the structured code generator (the same equations as
-    ``veselova_embedded``, which unrolls them through the generic one)."""
+    ``veselova(n, form="embedded")``, which unrolls them through the generic one)."""
     return StructuredVectorField(structured_program(n, pot), name=f"veselova_engine_{n}")
 
 
@@ -56,12 +56,12 @@ def _points(n: int, rows: int, seed: int):
 def test_structured_veselova_matches_unrolled_embedded(n, family):
     """Same values as the unrolled SymPy field (generic codegen) to round-off."""
     vf = hand_structured(n, potential)
-    ref = veselova_embedded(n, potential)
+    ref = veselova(n, potential, form="embedded")
     x, a = _points(n, 37, seed=n)
     got = vf.evaluate(family, x, params=a)
     want = ref.evaluate(family, x, params=a)
     if family == "observables":
-        got = got[:, :4]  # veselova_embedded has the first four (same names and order)
+        got = got[:, :4]  # the embedded form has the first four (same names and order)
         assert list(ref.observables) == list(vf.observables)[:4]
     scale = np.max(np.abs(want), axis=-1, keepdims=True)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-13 * np.max(scale))
@@ -71,7 +71,7 @@ def test_sympy_unrolling_equals_embedded_expressions():
     """to_sympy of the program is the embedded field (exactly, after cancellation)."""
     n = 4
     vf = hand_structured(n, potential)
-    ref = veselova_embedded(n, potential)
+    ref = veselova(n, potential, form="embedded")
     assert vf.states == ref.states and vf.params == ref.params
     for e1, e2 in zip(vf.rhs, ref.rhs, strict=True):
         assert sp.cancel(sp.together(e1 - e2)) == 0
@@ -90,7 +90,7 @@ def test_integrate_agrees_with_unrolled_path_and_odd_lane_counts():
     x0 = np.concatenate([g, m], axis=1)
     kw = {"params": a, "method": "rk4", "h": 0.01, "block": 4}
     got = nh.integrate(hand_structured(n, potential), x0, t, **kw)
-    ref = nh.integrate(veselova_embedded(n, potential), x0, t, **kw)
+    ref = nh.integrate(veselova(n, potential, form="embedded"), x0, t, **kw)
     np.testing.assert_allclose(got.y, ref.y, rtol=0, atol=1e-12)
     for k in ref.observables:
         np.testing.assert_allclose(got.observables[k], ref.observables[k], atol=1e-12)
@@ -114,7 +114,7 @@ def test_code_size_does_not_grow_with_n():
     assert 1.6 < unrolled[1] / unrolled[0] < 2.4  # O(n), not O(n^2)
     assert "++i" not in generate_structured_c(veselova_program(4), unroll=True)
     # the unrolled SymPy path grows like n^2 (O(n) terms in each of 2n components)
-    size = [sum(sp.count_ops(e) for e in veselova_embedded(k).rhs) for k in (8, 16)]
+    size = [sum(sp.count_ops(e) for e in veselova(k, form="embedded").rhs) for k in (8, 16)]
     assert size[1] > 3 * size[0]
 
 
@@ -222,9 +222,9 @@ def test_numpy_backend_without_compiler(monkeypatch):
     x0 = np.r_[0.6, 0.0, 0.0, 0.8, 0.0, 0.3, 0.1, 0.0]
     a = np.array([1.0, 1.5, 2.0, 2.5])
     t = np.linspace(0.0, 0.5, 3)
-    ref = nh.integrate(veselova_structured(n), x0, t, params=a, method="rk4", h=0.05)
+    ref = nh.integrate(veselova(n, form="structured"), x0, t, params=a, method="rk4", h=0.05)
     monkeypatch.setenv("NHFAST_BACKEND", "numpy")
-    vf = veselova_structured(n)
+    vf = veselova(n, form="structured")
     assert vf.compile().backend == "numpy"
     got = nh.integrate(vf, x0, t, params=a, method="rk4", h=0.05)
     np.testing.assert_allclose(got.y, ref.y, rtol=0, atol=1e-14)
@@ -232,8 +232,8 @@ def test_numpy_backend_without_compiler(monkeypatch):
 
 def test_content_hash_cache_is_shared():
     n = 11
-    first = veselova_structured(n).compile()
-    second = veselova_structured(n).compile()
+    first = veselova(n, form="structured").compile()
+    second = veselova(n, form="structured").compile()
     assert second.key == first.key and second.cache_hit
 
 

@@ -26,12 +26,12 @@ T = [0.0, 1.0]
 
 def _system():
     try:
-        from nhfast.systems.veselova_body import veselova_structured
+        from nhfast.systems import veselova
     except ImportError:  # pragma: no cover - until the structured kernel exists
-        from nhfast.systems.veselova_body import veselova_embedded
+        from nhfast.systems import veselova
 
-        return veselova_embedded(N)
-    return veselova_structured(N)
+        return veselova(N, form="embedded")
+    return veselova(N, form="structured")
 
 
 def _states(lanes: int, seed: int) -> np.ndarray:

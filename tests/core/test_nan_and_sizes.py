@@ -151,10 +151,10 @@ def test_complex_and_special_functions_are_named_at_construction(circle):
 @pytest.mark.parametrize("method", ["taylor", "dop853"])
 def test_large_n_rigid_body_needs_no_recursion(method):
     """n = 10^4: the domain check, generation and integration have no recursion in n."""
-    from nhfast.systems.rigid_bodies import veselova_rigid_body
+    from nhfast.systems import veselova
 
     n = 10_000
-    vf = veselova_rigid_body(n, "physical")
+    vf = veselova(n, form="structured", inertia="physical")
     g = np.zeros(n)
     g[-1] = 1.0
     m = np.zeros(n)
@@ -197,11 +197,11 @@ def test_events_through_nan_stretches_for_any_level(circle, level, t_end):
 
 def test_a_rigid_body_beyond_memory_is_refused(monkeypatch):
     """n = 10^7: the program's symbols alone would take tens of GB; refused with the size."""
-    from nhfast.systems.rigid_bodies import veselova_rigid_body
+    from nhfast.systems import veselova
 
     monkeypatch.setenv("NHFAST_MEMORY_LIMIT", str(4 * 10**9))
     with pytest.raises(InsufficientMemoryError, match=r"rigid body at n = 10000000 .* needs 9"):
-        veselova_rigid_body(10**7, "physical")
+        veselova(10**7, form="structured", inertia="physical")
 
 
 def test_the_command_refuses_a_run_beyond_memory(monkeypatch, capsys, tmp_path):

@@ -20,7 +20,7 @@ import pytest
 import sympy as sp
 
 import nhfast as nh
-from nhfast.systems.veselova_body import veselova_structured
+from nhfast.systems import veselova
 
 T = np.linspace(0.0, 1.0, 5)
 
@@ -45,7 +45,7 @@ CASES = {
     "oscillator": lambda fx: (fx["oscillator"], np.array([1.0, 0.0]), [1.3]),
     "solved": lambda fx: (solved_field(), np.array([0.5, 0.2]), [2.0]),
     "structured": lambda fx: (
-        veselova_structured(4),
+        veselova(4, form="structured"),
         np.array([0.6, 0.0, 0.8, 0.0, 0.0, 1.0, 0.0, 0.0]),
         1.0 + np.arange(1, 5) / 4,
     ),

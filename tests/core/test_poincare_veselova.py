@@ -14,7 +14,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import nhfast as nh
-from nhfast.systems import veselova_structured
+from nhfast.systems import veselova
 from nhfast.systems.veselova_body.embedded import join_state
 
 N = 4
@@ -23,7 +23,7 @@ T_END = 60.0
 
 @pytest.fixture(scope="module")
 def body():
-    vf = veselova_structured(N)
+    vf = veselova(N, form="structured")
     a = np.array([1.0, 1.7, 2.3, 3.1])
     gamma = np.array([0.3, -0.5, 0.6, 0.55])
     gamma /= np.linalg.norm(gamma)

@@ -20,7 +20,8 @@ import sympy as sp
 import nhfast as nh
 from nhfast import _abi, _core
 from nhfast.errors import IntegrationError, IntegrationWarning
-from nhfast.systems.veselova_body import join_state, veselova_structured
+from nhfast.systems import veselova
+from nhfast.systems.veselova_body import join_state
 
 STIFF = _abi.LANE["stiff"]
 ROBERTSON_K = [0.04, 3e7, 1e4]
@@ -141,7 +142,7 @@ def _nonstiff_cases(oscillator, kepler, sleigh):
     g /= np.linalg.norm(g)
     m = rng.normal(size=3)
     m -= m.dot(g) * g
-    ves = veselova_structured(3)
+    ves = veselova(3, form="structured")
     return [
         (oscillator, rng.normal(size=(4, 2)), np.linspace(0, 200, 11), [[3.0]]),
         (kepler, kep0, np.linspace(0, 40 * np.pi, 11), None),

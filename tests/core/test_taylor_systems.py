@@ -141,9 +141,9 @@ def suslov() -> nh.VectorField:
 
 @functools.cache
 def veselova_so3() -> nh.VectorField:
-    from nhfast.systems import veselova_body_so3
+    from nhfast.systems import veselova
 
-    return veselova_body_so3().as_vector_field()
+    return veselova(3, form="so3").as_vector_field()
 
 
 @functools.cache
@@ -155,16 +155,16 @@ def ball() -> nh.VectorField:
 
 @functools.cache
 def veselova_structured(n: int):
-    from nhfast.systems import veselova_structured as build
+    from nhfast.systems import veselova
 
-    return build(n)
+    return veselova(n, form="structured")
 
 
 @functools.cache
 def rigid_body(n: int, inertia: str):
-    from nhfast.systems import veselova_rigid_body
+    from nhfast.systems import veselova
 
-    return veselova_rigid_body(n, inertia)
+    return veselova(n, form="structured", inertia=inertia)
 
 
 @functools.cache
@@ -191,7 +191,7 @@ def derived(name: str) -> nh.VectorField:
     if name == "suslov_rigid_body_4":
         return systems.suslov_rigid_body(4, "physical")
     if name == "veselova_embedded_3":
-        return systems.veselova_embedded(3)
+        return systems.veselova(3, form="embedded")
     S = {
         "unicycle": lambda: systems.unicycle(
             potential=lambda x, y, ph, th: sp.cos(ph) + th**2 / 2, as_chaplygin=False

@@ -17,7 +17,6 @@ import nhfast as nh
 from nhfast.analysis.measure import variational_field
 from nhfast.analysis.sampling import as_vector_field
 from nhfast.systems import suslov, veselova
-from nhfast.systems.veselova_body import veselova_body_so3
 
 TIGHT = {"method": "dop853", "rtol": 1e-12, "atol": 1e-12, "observables": False}
 
@@ -100,7 +99,7 @@ def test_lie_group_fields_match_finite_differences_and_liouville(which):
         par = np.array([1.0, 2.0, 3.0, 0.3, -0.2])
         x0 = np.array([[0.5, -0.4, 0.3], [-0.2, 0.7, -0.1]])
     else:
-        vf = veselova_body_so3().as_vector_field()
+        vf = veselova(3, form="so3").as_vector_field()
         par = np.array([1.0, 2.0, 3.5])
         gam = np.array([0.3, -0.5, 0.8]) / np.linalg.norm([0.3, -0.5, 0.8])
         om = np.cross(gam, [1.0, 0.4, -0.3])  # (omega, gamma) = 0

@@ -2,7 +2,7 @@
 
 Each check is tested against an independent computation: the closed-form Hamiltonian of the
 seed inertia (H~ = 1/2 (A^{-1} m~, m~), García-Naranjo & Marrero 2020, Thm 4.3), the
-generated divergence of ``veselova_structured`` against the flow-map determinant of the
+generated divergence of ``veselova(n, form="structured")`` against the flow-map determinant of the
 engine's seed body (the same dynamics), and wrong claims that must fail.
 """
 
@@ -40,7 +40,7 @@ def test_forms_by_size_and_inertia():
     inst = build_example("veselova", 3, "pairwise")
     assert inst.form == STRUCTURED and inst.chaplygin is None
     assert inst.expected.phi_simple  # n = 3: every inertia is of the seed's form
-    with pytest.raises(ValueError, match="inertia: example 'veselova' accepts seed, physical"):
+    with pytest.raises(ValueError, match="inertia: example 'veselova' accepts a-omega-a, physical"):
         build_example("veselova", 5, "spherical")
     with pytest.raises(ValueError, match="inertia: example 'disk' has no inertia option"):
         build_example("disk", None, "physical")

@@ -37,7 +37,7 @@ saddle-point form with the rows above.  The two agree pointwise where the rows h
 The force of a potential ``U(gamma)`` is ``F_(i,j) = (grad U ^ gamma)_ij``: from
 ``delta gamma = -eta gamma`` for ``eta = g^{-1} delta g``, ``-dU(eta) = grad U^T eta gamma
 = <grad U ^ gamma, eta>``; for ``n = 3`` this is the heavy-top torque ``gamma x grad U`` of
-:func:`~nhfast.systems.veselova_body_so3`.
+:func:`nhfast.systems.veselova` (``(3, form="so3")``).
 
 The maps :func:`embedded_from_lie` / :func:`lie_from_embedded` connect these states
 ``(Omega_(i,j)..., gamma)`` with the embedded states ``(gamma, m)``, ``m = -I(Omega) b``, where
@@ -81,7 +81,7 @@ __all__ = [
 CONSTRAINTS = ("space_fixed", "body_fixed")
 
 #: The named inertia operators of :func:`rigid_body_inertia`.
-INERTIAS = ("seed", "physical", "pairwise")
+INERTIAS = ("a-omega-a", "physical", "pairwise")
 
 #: A matrix-level inertia operator ``inertia(Omega, *params) -> sympy.Matrix``.
 InertiaOperator = Callable[..., Any]
@@ -165,7 +165,7 @@ def so_n_inertia_matrix(n: int, inertia: InertiaOperator, params: Sequence[Any] 
 def rigid_body_inertia(n: int, kind: str) -> tuple[InertiaOperator, tuple[sp.Matrix, ...]]:
     """One of the named inertia operators, with its parameter matrices.
 
-    * ``"seed"``: ``I(Omega) = A Omega A``, ``A = diag(a1..an)`` (García-Naranjo & Marrero
+    * ``"a-omega-a"``: ``I(Omega) = A Omega A``, ``A = diag(a1..an)`` (García-Naranjo & Marrero
       2020, (4.5));
     * ``"physical"``: ``I(Omega) = J Omega + Omega J``, ``J = diag(j1..jn)``;
     * ``"pairwise"``: ``I(Omega)_ij = H_ij Omega_ij`` (Hadamard product), ``H`` an ``n x n``
@@ -181,7 +181,7 @@ def rigid_body_inertia(n: int, kind: str) -> tuple[InertiaOperator, tuple[sp.Mat
         ``inertia`` and ``params`` for :func:`rigid_body_lie_system`.
     """
     n = _check_n(n)
-    if kind == "seed":
+    if kind == "a-omega-a":
         A = sp.diag(*sp.symbols(f"a1:{n + 1}", positive=True))
         return (lambda Om, A: A * Om * A), (A,)
     if kind == "physical":

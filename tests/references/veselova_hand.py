@@ -31,8 +31,8 @@ def veselova_program(n: int, potential: Potential = None) -> IndexedProgram:
     """The whole-sphere Veselova equations as an indexed program, derived by hand.
 
     The form of the module docstring, kept as the independent reference of the matrix-level
-    engine (which :func:`veselova_structured` uses) and as the source of
-    :func:`veselova_embedded` (its unrolled expressions are the simplest known).
+    engine (which ``veselova(n, form="structured")`` uses) and as the source of
+    ``veselova(n, form="embedded")`` (its unrolled expressions are the simplest known).
 
     With the per-lane dot products ``c = (A gamma, gamma)``, ``r2 = |gamma|^2``,
     ``gw = gamma . w``, ``gm = gamma . m``, ``mw = m . w`` and ``mv = m . gammadot =

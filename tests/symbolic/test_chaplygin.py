@@ -36,12 +36,10 @@ from nhfast.systems import (
     nonholonomic_particle,
     vertical_rolling_disk,
     veselova,
-    veselova_coordinates,
-    veselova_left_trivialised,
 )
 
 veselova_c = functools.lru_cache(maxsize=None)(veselova)
-veselova_lt = functools.lru_cache(maxsize=None)(veselova_left_trivialised)
+veselova_lt = functools.lru_cache(maxsize=None)(functools.partial(veselova, form="lie-algebra"))
 
 
 # ---------------------------------------------------------------------------- particle
@@ -198,7 +196,7 @@ def test_veselova_C_from_lie_algebra_solve_n3() -> None:
 
 def test_veselova_so3_coordinates_independent_derivation() -> None:
     # honest coordinates (alpha, s1, s2) on SO(3); generic Chaplygin reduction
-    S = veselova_coordinates(3)
+    S = veselova(3, form="coordinates")
     red = S.reduce()
     V = veselova_c(3)
     assert red.s == V.s and red.params == V.params

@@ -14,8 +14,8 @@ import pytest
 import sympy as sp
 
 from nhfast.symbolic.lie_chaplygin import lie_chaplygin_system, pairings_solution
+from nhfast.systems import veselova
 from nhfast.systems.veselova_body import formulas as F
-from nhfast.systems.veselova_body.lie import veselova_chaplygin
 
 
 def _lemma_4_5_data(n: int, inertia):  # noqa: ANN001, ANN202
@@ -32,12 +32,12 @@ def _lemma_4_5_data(n: int, inertia):  # noqa: ANN001, ANN202
 def test_special_inertia_reproduces_4_12_and_4_14(n: int) -> None:
     # n = 3: symbolic a; n = 4: rational a (exact identities in s)
     if n == 3:
-        red = veselova_chaplygin(3)
+        red = veselova(3, form="lie-algebra")
         a = red.params
     else:
         a = [sp.Integer(1), sp.Integer(2), sp.Rational(7, 2), sp.Integer(5)]
         A = sp.diag(*a)
-        red = veselova_chaplygin(4, lambda Om: A * Om * A, params=[])
+        red = veselova(4, form="lie-algebra", inertia=lambda Om: A * Om * A, params=[])
     s, r = red.s, n - 1
     K, C = F.reduced_metric(s, a), F.gyroscopic_coefficients(s, a)
     for k, m in itertools.product(range(r), repeat=2):
@@ -57,7 +57,7 @@ def test_action_and_plain_derivative_agree_and_non_lifts_are_rejected() -> None:
         return F.killing(A * Y1 * A, Y2)
 
     plain = lie_chaplygin_system(s, X, metric)
-    ref = veselova_chaplygin(n, lambda Om: A * Om * A, params=[])
+    ref = veselova(n, form="lie-algebra", inertia=lambda Om: A * Om * A, params=[])
     for i, j, k in itertools.product(range(2), repeat=3):
         assert sp.cancel(sp.expand(plain.C[i, j, k] - ref.C[i, j, k])) == 0
     g = sp.Matrix(F.hemisphere_gamma(s))

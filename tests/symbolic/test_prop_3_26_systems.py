@@ -13,7 +13,8 @@ tensors only; here the systems are real:
 
 * the Veselova system with the paper's inertia ``I(Omega) = A Omega A`` (4.5): the closed forms
   (4.12)/(4.14) (``nhfast.systems.veselova``, n = 4, 5, symbolic ``a``) and the same body
-  derived from the Lie algebra with rational ``a`` (``veselova_chaplygin``, n = 4).  Thm. 4.3:
+  derived from the Lie algebra with rational ``a`` (``veselova(n, form="lie-algebra",
+  inertia=...)``, n = 4).  Thm. 4.3:
   (H) holds, ``phi = -1/2 ln (A gamma, gamma)``, ``sigma = (r - 1) phi``;
 * the Veselova body with the physical inertia ``J Omega + Omega J`` (n = 4, 5, rational ``J``;
   digest seed004.md Section 4.4, rows V21-V24 and O18): (H) fails (``C^3_12 != 0``), so it is
@@ -53,7 +54,7 @@ from nhfast.symbolic.chaplygin import (
 )
 from nhfast.symbolic.systems import ChaplyginSystem, ReducedChaplyginSystem
 from nhfast.systems import veselova
-from nhfast.systems.veselova_body.lie import physical_inertia, veselova_chaplygin
+from nhfast.systems.inertia import INERTIAS
 
 # rational points t -> s = 2 t / (1 + |t|^2) of the open unit ball with rational 1 - |s|^2
 _T = [
@@ -82,11 +83,15 @@ def _system(name: str) -> tuple[ReducedChaplyginSystem, bool]:
         return veselova(5), True
     if name == "seed_lie4":
         A = sp.diag(*_rational(4))
-        return veselova_chaplygin(4, lambda Om: A * Om * A, params=[]), True
+        return veselova(4, form="lie-algebra", inertia=lambda Om: A * Om * A, params=[]), True
     if name == "physical4":
-        return veselova_chaplygin(4, physical_inertia(_rational(4)), params=[]), False
+        return veselova(
+            4, form="lie-algebra", inertia=_physical_inertia(_rational(4)), params=[]
+        ), False
     if name == "physical5":
-        return veselova_chaplygin(5, physical_inertia(_rational(5)), params=[]), False
+        return veselova(
+            5, form="lie-algebra", inertia=_physical_inertia(_rational(5)), params=[]
+        ), False
     if name == "metric_constraint":
         s1, s2, s3, th = sp.symbols("s1 s2 s3 theta", real=True)
         E = sp.Matrix([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, s1, 0, 1]])
@@ -263,3 +268,9 @@ def test_phi_from_the_measure(name: str) -> None:
     else:
         with pytest.raises(ValueError, match="not phi-simple"):
             verify_phi(red, phi)
+
+
+def _physical_inertia(j):
+    """``Om -> J Om + Om J`` with ``J = diag(j)`` (the registry's formula, explicit matrices)."""
+    J = sp.diag(*j)
+    return lambda Om: INERTIAS["physical"].operator(Om, J)

@@ -27,9 +27,8 @@ from nhfast.symbolic.rigid_body.algebra import (
     extract,
     leaf,
 )
+from nhfast.systems.inertia import INERTIAS, named_inertia
 from nhfast.systems.rigid_bodies import (
-    INERTIAS,
-    inertia_operator,
     omega_from_state,
     rigid_body,
     rigid_body_params,
@@ -143,7 +142,7 @@ def test_dot_products_are_canonical() -> None:
 @pytest.mark.parametrize("name", sorted(INERTIAS))
 def test_inertia_of_a_skew_matrix_is_skew(name: str) -> None:
     """``g . I(g ^ v) g = 0`` comes out by cancellation of canonical dot products."""
-    fn, params = INERTIAS[name]
+    fn, params = INERTIAS[name].operator, (INERTIAS[name].param,)
     objs = [p.symbolic() for p in params]
     scalars = Scalars()
     poly = expand_vector(fn(g * v.T - v * g.T, *objs) * g, scalars, {"H"})
@@ -153,7 +152,7 @@ def test_inertia_of_a_skew_matrix_is_skew(name: str) -> None:
 def test_veselova_derivation_is_the_known_one() -> None:
     """Seed inertia: gammadot = |gamma|^2 v and mdot = -(m . v) gamma - P grad U (the module
     docstring of veselova_body.embedded), found by cancellation."""
-    d = rigid_body(5, "seed").derive()
+    d = rigid_body(5, "a-omega-a").derive()
     s = d.scalars
     assert d.gamma_dot.terms == {leaf("v"): s.of(leaf("gamma", "gamma"))}
     assert d.m_dot.terms == {leaf("gamma"): -s.of(leaf("m", "v"))}
@@ -247,7 +246,7 @@ def test_dense_and_woodbury_solves_agree(constraint: str) -> None:
 
 def _metric(gamma: np.ndarray, params: np.ndarray, inertia: str, b: np.ndarray) -> np.ndarray:
     """Dense ``K_b + b b^T`` by columns (NumPy), for one lane."""
-    op = inertia_operator(inertia, params)
+    op = named_inertia(inertia).numpy(params)
     n = gamma.size
     cols = []
     for k in range(n):
@@ -274,7 +273,7 @@ def test_velocity_and_log_det_against_dense_numpy(inertia: str) -> None:
         assert sign > 0
         assert obs[lane, 3] == pytest.approx(ld - np.log(gm @ gm), abs=1e-11)
         # energy 1/2 <I Omega, Omega> = -1/4 tr(I(Om) Om)
-        e = -0.25 * np.trace(inertia_operator(inertia, p)(om[lane]) @ om[lane])
+        e = -0.25 * np.trace(named_inertia(inertia).numpy(p)(om[lane]) @ om[lane])
         assert obs[lane, 0] == pytest.approx(e, rel=1e-12)
 
 
@@ -464,7 +463,7 @@ def test_closed_form_velocity_of_user_inertias(name: str, constraint: str) -> No
         assert obs[lane, 3] == pytest.approx(ld, abs=1e-10)
 
 
-@pytest.mark.parametrize("inertia", ["seed", "physical"])
+@pytest.mark.parametrize("inertia", ["a-omega-a", "physical"])
 def test_first_integrals_exact_off_the_constraint_manifold(inertia: str) -> None:
     """Off ``|gamma| = 1``, ``gamma . m = 0`` (where the solve drops terms that vanish with
     ``gamma . m``) the field still keeps ``|gamma|^2`` and ``gamma . m`` exactly:
@@ -487,7 +486,7 @@ def test_seed_program_is_as_lean_as_the_hand_derived_one() -> None:
     ``gamma . m``) in one pass, no per-lane vector other than the outputs."""
     from nhfast.codegen.structured import _groups, _steps
 
-    prog = rigid_body(12, "seed").program()
+    prog = rigid_body(12, "a-omega-a").program()
     groups = _groups(prog, _steps(prog, "rhs"))
     kinds = [(mode, sorted({s.kind for s in steps})) for mode, steps in groups]
     assert kinds == [
@@ -498,7 +497,7 @@ def test_seed_program_is_as_lean_as_the_hand_derived_one() -> None:
     assert len(groups[0][1]) == 5
 
 
-@pytest.mark.parametrize("inertia", ["seed", "physical", "scalar+seed"])
+@pytest.mark.parametrize("inertia", ["a-omega-a", "physical", "scalar+a-omega-a"])
 @pytest.mark.parametrize("constraint", ["space_fixed", "body_fixed"])
 def test_closed_form_divergence_equals_the_differentiated_program(
     inertia: str, constraint: str
@@ -510,7 +509,7 @@ def test_closed_form_divergence_equals_the_differentiated_program(
 
     n = 6
     con = rb.space_fixed() if constraint == "space_fixed" else rb.body_fixed()
-    if inertia == "scalar+seed":
+    if inertia == "scalar+a-omega-a":
         body = rb.RigidBody(
             n,
             lambda Om, A, k: A * Om * A + k * Om,
@@ -519,8 +518,8 @@ def test_closed_form_divergence_equals_the_differentiated_program(
         )
         par = np.r_[1 + np.arange(n) / n, 0.7]
     else:
-        fn, params = INERTIAS[inertia]
-        body = rb.RigidBody(n, fn, params, constraint=con)
+        spec = INERTIAS[inertia]
+        body = rb.RigidBody(n, spec.operator, (spec.param,), constraint=con)
         par = rigid_body_params(n, inertia)
     prog = body.program()
     (div,) = prog.outputs["divergence"]

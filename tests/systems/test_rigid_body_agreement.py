@@ -31,12 +31,8 @@ from references.rigid_body_lie import (
 
 import nhfast as nh
 from nhfast.symbolic import rigid_body as rb
-from nhfast.systems.rigid_bodies import (
-    omega_from_state,
-    rigid_body_params,
-    suslov_rigid_body,
-    veselova_rigid_body,
-)
+from nhfast.systems import veselova
+from nhfast.systems.rigid_bodies import omega_from_state, rigid_body_params, suslov_rigid_body
 
 TOL = {"rtol": 1e-12, "atol": 1e-12}
 FAMILIES = ("veselova", "suslov")
@@ -64,7 +60,7 @@ def generic(n: int, kind: str, family: str, with_potential: bool) -> RigidBodyLi
 def engine(n: int, kind: str, family: str, with_potential: bool) -> nh.StructuredVectorField:
     pot = potential if with_potential else None
     if family == "veselova":
-        return veselova_rigid_body(n, kind, potential=pot)
+        return veselova(n, form="structured", inertia=kind, potential=pot)
     return suslov_rigid_body(n, kind, potential=pot, axis=True)
 
 

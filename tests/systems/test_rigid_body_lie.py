@@ -30,8 +30,7 @@ from scipy.integrate import solve_ivp
 
 import nhfast as nh
 from nhfast.symbolic.liegroup import son_structure_constants
-from nhfast.systems import suslov, veselova_body_so3
-from nhfast.systems.veselova_body import veselova_structured
+from nhfast.systems import suslov, veselova
 
 TOL = {"rtol": 1e-12, "atol": 1e-12}
 OBS = ("observables",)  # the kernel set nh.integrate builds: compile once
@@ -128,7 +127,7 @@ def test_kinetic_energy_and_coadjoint_are_the_matrix_expressions(kind):
 
 def test_inertia_matrix_of_the_seed_operator_is_diagonal_a_i_a_j():
     n = 5
-    inertia, params = rigid_body_inertia(n, "seed")
+    inertia, params = rigid_body_inertia(n, "a-omega-a")
     I_mat = so_n_inertia_matrix(n, inertia, params)
     a = sp.symbols(f"a1:{n + 1}", positive=True)
     expect = sp.diag(*[a[i] * a[j] for i, j in so_n_pairs(n)])
@@ -182,7 +181,7 @@ def test_space_fixed_annihilator_vanishes_on_gamma_wedge_v_with_full_rank(n):
 
 
 def test_body_fixed_annihilator_is_omega_ij_for_i_j_below_n():
-    S = body(4, "seed", "body_fixed", False)
+    S = body(4, "a-omega-a", "body_fixed", False)
     W = sp.Matrix(S.velocities)
     assert list(S.annihilator * W) == [
         sp.Symbol(f"Omega{i + 1}_{j + 1}", real=True) for i, j in so_n_pairs(4) if j < 3
@@ -192,7 +191,7 @@ def test_body_fixed_annihilator_is_omega_ij_for_i_j_below_n():
 def test_potential_force_is_the_heavy_top_torque_at_n3():
     """F = grad U ^ gamma in the basis E_(i,j) is gamma x grad U in the hat basis
     (E_12 = -hat(e3), E_13 = hat(e2), E_23 = -hat(e1))."""
-    S = body(3, "seed", "space_fixed", True)
+    S = body(3, "a-omega-a", "space_fixed", True)
     g = sp.Matrix(S.advected)
     dU = sp.Matrix([sp.diff(S.potential, x) for x in S.advected])
     torque = g.cross(dU)
@@ -261,8 +260,8 @@ def test_n3_seed_veselova_agrees_with_veselova_body_so3():
     def pot(gamma: list) -> sp.Expr:
         return linear_potential(sp.Matrix(gamma))
 
-    ref = veselova_body_so3(pot).as_vector_field()
-    vf = annihilator_field(3, "seed", "space_fixed", True)
+    ref = veselova(3, pot, form="so3").as_vector_field()
+    vf = annihilator_field(3, "a-omega-a", "space_fixed", True)
     rng = np.random.default_rng(5)
     k = 4
     a = rng.uniform(0.5, 3.0, size=(k, 3))
@@ -341,7 +340,7 @@ def test_n3_body_fixed_with_potential_matches_heavy_top_suslov_closed_form():
         return sol.y.T
 
     ref = reference(1.0)
-    vf = annihilator_field(3, "seed", "body_fixed", True)
+    vf = annihilator_field(3, "a-omega-a", "body_fixed", True)
     res = nh.integrate(vf, np.r_[hat_to_e(w0), g0], t, params=a, **TOL).y[0]
     assert np.max(np.abs(res[:, :3] - hat_to_e(ref[:, :3]))) < 1e-9
     assert np.max(np.abs(res[:, 3:] - ref[:, 3:])) < 1e-9
@@ -354,9 +353,9 @@ def test_seed_space_fixed_agrees_with_the_whole_sphere_veselova_system(n):
     def pot(gamma: list) -> sp.Expr:
         return linear_potential(sp.Matrix(gamma))
 
-    S = body(n, "seed", "space_fixed", True)
-    vf = field(n, "seed", "space_fixed", True)
-    ref = veselova_structured(n, pot)
+    S = body(n, "a-omega-a", "space_fixed", True)
+    vf = field(n, "a-omega-a", "space_fixed", True)
+    ref = veselova(n, pot, form="structured")
     rng = np.random.default_rng(40 + n)
     k = 3
     a = rng.uniform(0.5, 3.0, size=(k, n))
@@ -401,7 +400,7 @@ def test_first_integrals_and_constraint_along_trajectories(n, kind, constraint):
     ("n", "kind"),
     [
         (4, "pairwise"),
-        *[pytest.param(4, k, marks=pytest.mark.slow) for k in ("seed", "physical")],
+        *[pytest.param(4, k, marks=pytest.mark.slow) for k in ("a-omega-a", "physical")],
         *[pytest.param(5, k, marks=pytest.mark.slow) for k in INERTIAS],
     ],
 )

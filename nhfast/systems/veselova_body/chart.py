@@ -14,10 +14,10 @@ from nhfast.systems.veselova_body.formulas import (
     reduced_metric,
 )
 
-__all__ = ["veselova"]
+__all__: list[str] = []
 
 
-def veselova(n: int, potential: Potential = None) -> ReducedChaplyginSystem:
+def reduced_system(n: int, potential: Potential = None) -> ReducedChaplyginSystem:
     """Multi-dimensional Veselova system, ``I(u ^ v) = (Au) ^ (Av)``, reduced to ``T*S^{n-1}``.
 
     Closed forms of García-Naranjo & Marrero (2020) in the hemisphere chart (4.9), with

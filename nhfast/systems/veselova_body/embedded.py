@@ -9,7 +9,7 @@ written as a vector of ``gamma^perp``.  With ``c = (A gamma, gamma)``, ``w = A^{
 No program is written by hand here: :func:`structured_program` has the matrix-level rigid-body
 engine (:class:`~nhfast.symbolic.rigid_body.RigidBody`, ``I(Om) = A Om A``, space-fixed
 constraint) derive it and adds the observables :data:`VESELOVA_OBSERVABLES`.
-:func:`veselova_structured` compiles that program with looped kernels, :func:`veselova_embedded`
+:func:`structured_field` compiles that program with looped kernels, :func:`unrolled_field`
 unrolls it into SymPy expressions.  The rest are NumPy maps: chart to embedding and back,
 velocity and momentum, splitting and joining states, projection onto the constraints.
 """
@@ -23,6 +23,7 @@ from nhfast.codegen.structured import IndexedProgram
 from nhfast.structured_field import StructuredVectorField
 from nhfast.symbolic import rigid_body as rb
 from nhfast.systems._common import Potential, potential_expr
+from nhfast.systems.inertia import named_inertia
 from nhfast.systems.veselova_body.formulas import (
     check_dimension,
     embedded_symbols,
@@ -35,8 +36,6 @@ from nhfast.vectorfield import VectorField
 __all__ = [
     "VESELOVA_OBSERVABLES",
     "structured_program",
-    "veselova_structured",
-    "veselova_embedded",
     "chart_to_embedded",
     "embedded_to_chart",
     "embedded_velocity",
@@ -46,7 +45,7 @@ __all__ = [
     "project_to_constraints",
 ]
 
-#: Observables of :func:`veselova_structured`, in order (:func:`veselova_embedded` has the first
+#: Observables of :func:`structured_field`, in order (:func:`unrolled_field` has the first
 #: four).
 VESELOVA_OBSERVABLES = (
     "energy",
@@ -65,7 +64,7 @@ def structured_program(n: int, potential: Potential = None) -> IndexedProgram:
     ``mdot = -(m . v) gamma - |gamma|^2 P_gamma grad U`` with ``v = (A^{-1} m - (gamma .
     A^{-1} m) / |gamma|^2 gamma) / c`` from the reduced metric (a closed-form solve, ``O(n)``
     per lane); its ``divergence`` is generated from the program.  The observables are
-    :data:`VESELOVA_OBSERVABLES`.
+    :data:`VESELOVA_OBSERVABLES` and the engine's ``log_det_metric``.
     """
     n = check_dimension(n)
     gam_c, _ = embedded_symbols(n)
@@ -77,10 +76,11 @@ def structured_program(n: int, potential: Potential = None) -> IndexedProgram:
     def component_potential(g: list[sp.Symbol]) -> sp.Expr:
         return U.xreplace(dict(zip(gam_c, g, strict=True)))
 
+    spec = named_inertia("a-omega-a")
     body = rb.RigidBody(
         n,
-        lambda Om, A: A * Om * A,
-        [rb.diagonal("a", positive=True)],
+        spec.operator,
+        [spec.param],
         component_potential=component_potential if U != 0 else None,
         constraint=rb.space_fixed(),
         name=f"veselova_{n}",
@@ -92,14 +92,14 @@ def structured_program(n: int, potential: Potential = None) -> IndexedProgram:
     c = prog.reduce("c", inertia_quadratic([a], [g]))
     prog.output(
         "observables",
-        [*blocks[:3], log_density(n, c), blocks[1] - 1],
-        names=VESELOVA_OBSERVABLES,
+        [*blocks[:3], log_density(n, c), blocks[1] - 1, blocks[3]],
+        names=(*VESELOVA_OBSERVABLES, "log_det_metric"),
     )
-    prog.domain_blocks = [blocks[1], c]  # the conditions of veselova_structured's domain
+    prog.domain_blocks = [blocks[1], c]  # the conditions of structured_field's domain
     return prog
 
 
-def veselova_structured(n: int, potential: Potential = None) -> StructuredVectorField:
+def structured_field(n: int, potential: Potential = None) -> StructuredVectorField:
     """Whole-sphere Veselova system on SO(n) with structured kernels (any ``n >= 3``).
 
     The equations derived by the matrix-level engine (:func:`structured_program`); the
@@ -121,14 +121,15 @@ def veselova_structured(n: int, potential: Potential = None) -> StructuredVector
         :func:`join_state`), params ``(a_1..a_n)`` (``I(u ^ v) = (Au) ^ (Av)``), observables
         ``energy`` (``(A^{-1} m, m) / (2c) + U``), ``gamma_norm`` (``|gamma|^2``),
         ``momentum_constraint`` (``gamma . m``), ``log_density`` (``(2-n)/2 ln c``, the log
-        of the invariant density w.r.t. the Liouville volume of ``T*S^{n-1}``) and
-        ``sphere_defect`` (``|gamma|^2 - 1``); companions ``observables`` and
+        of the invariant density w.r.t. the Liouville volume of ``T*S^{n-1}``),
+        ``sphere_defect`` (``|gamma|^2 - 1``) and ``log_det_metric`` (``log det K`` of the
+        reduced metric on ``gamma^perp``); companions ``observables`` and
         ``divergence`` (``with_divergence()`` adds Liouville's integral as a state).
 
     Examples
     --------
     >>> import numpy as np, nhfast as nh
-    >>> vf = veselova_structured(32)
+    >>> vf = structured_field(32)
     >>> a = np.linspace(1.0, 2.0, 32)
     >>> x0 = join_state(np.eye(32)[-1], 0.1 * np.eye(32)[0])
     >>> res = nh.integrate(vf, x0, [0.0, 1.0], params=a)  # doctest: +SKIP
@@ -144,12 +145,12 @@ def veselova_structured(n: int, potential: Potential = None) -> StructuredVector
     return StructuredVectorField(prog, name=f"veselova_structured_{n}", domain=domain)
 
 
-def veselova_embedded(n: int, potential: Potential = None) -> VectorField:
+def unrolled_field(n: int, potential: Potential = None) -> VectorField:
     """The whole-sphere Veselova system as a plain :class:`VectorField` (unrolled expressions).
 
     The equations of :func:`structured_program` (the rigid-body engine), unrolled into SymPy
     (``O(n)`` expressions after common subexpressions; no linear solve), for symbolic work and
-    small ``n``; for large ``n`` use :func:`veselova_structured`.
+    small ``n``; for large ``n`` use :func:`structured_field`.
 
     Parameters
     ----------

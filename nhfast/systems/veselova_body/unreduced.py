@@ -2,8 +2,8 @@
 
 Nothing of the Chaplygin reduction is used, so both forms are independent references for the
 reduced data (García-Naranjo & Marrero 2020, Section 4.2, (4.3)-(4.8)):
-:func:`veselova_unreduced` integrates ``(g, Omega)`` on ``SO(n) x so(n)``;
-:func:`veselova_coordinates` writes the system in coordinates of ``SO(n)`` as a
+:func:`unreduced_field` integrates ``(g, Omega)`` on ``SO(n) x so(n)``;
+:func:`coordinate_system` writes the system in coordinates of ``SO(n)`` as a
 :class:`~nhfast.symbolic.systems.ChaplyginSystem`.  Maps to and from the embedded states follow.
 """
 
@@ -27,8 +27,6 @@ from nhfast.systems.veselova_body.formulas import (
 from nhfast.vectorfield import LinearSolve, VectorField
 
 __all__ = [
-    "veselova_unreduced",
-    "veselova_coordinates",
     "omega_pairs",
     "embedded_to_unreduced",
     "unreduced_to_gamma",
@@ -37,11 +35,11 @@ __all__ = [
 
 
 def omega_pairs(n: int) -> list[tuple[int, int]]:
-    """Index pairs ``(i, j)``, ``i < j``, of the ``Omega`` states of :func:`veselova_unreduced`."""
+    """Index pairs ``(i, j)``, ``i < j``, of the ``Omega`` states of :func:`unreduced_field`."""
     return [(i, j) for i in range(n) for j in range(i + 1, n)]
 
 
-def veselova_unreduced(n: int, potential: Potential = None) -> VectorField:
+def unreduced_field(n: int, potential: Potential = None) -> VectorField:
     """Unreduced Veselova system on ``SO(n) x so(n)`` (Lagrange-d'Alembert with a multiplier).
 
     States: the entries of ``g`` (row-major, ``n*n``) and ``Omega_ij``, ``i < j`` (order of
@@ -192,7 +190,7 @@ class _SphereTrigNormal:
         return self.from_poly_vars(self.normal(self.to_poly_vars(sp.sympify(e))))
 
 
-def veselova_coordinates(n: int = 3, potential: Potential = None) -> ChaplyginSystem:
+def coordinate_system(n: int = 3, potential: Potential = None) -> ChaplyginSystem:
     """Unreduced Veselova system on ``SO(n)`` in honest coordinates, as a :class:`ChaplyginSystem`.
 
     ``g = h(alpha) sigma(s)``: ``h`` a product of plane rotations of ``SO(n-1)`` (one angle per
@@ -276,7 +274,7 @@ def _frame_with_last_row(gamma: np.ndarray) -> np.ndarray:
 
 
 def embedded_to_unreduced(gamma: np.ndarray, m: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """Initial states of :func:`veselova_unreduced` from embedded ``(gamma, m)``.
+    """Initial states of :func:`unreduced_field` from embedded ``(gamma, m)``.
 
     ``g`` is a rotation with ``g^{-1} e_n = gamma`` (4.8) (any one: the system is
     ``SO(n-1)``-invariant); ``Omega = gamma ^ v`` with ``v = gammadot`` (Prop. 4.4).

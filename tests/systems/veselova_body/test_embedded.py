@@ -7,7 +7,7 @@ References used here, all independent of the hand-written parts of the program:
   ``chart_to_embedded``; a chart around another axis (indices permuted together with ``a``
   and ``U``) covers the trajectory while it crosses the equator ``gamma_n = 0``;
 * for the hand-derived divergence: the SymPy divergence of the unrolled field
-  ``veselova_embedded`` (its right-hand side differentiated symbolically);
+  ``veselova(n, form="embedded")`` (its right-hand side differentiated symbolically);
 * the invariant density ``(A gamma, gamma)^{(2-n)/2}`` (Theorem 4.3 with
   ``sigma = (r-1) phi``) and energy conservation.
 """
@@ -33,7 +33,6 @@ from nhfast.systems.veselova_body import (
     join_state,
     project_to_constraints,
     split_state,
-    veselova_structured,
 )
 from nhfast.systems.veselova_body.embedded import structured_program
 
@@ -61,7 +60,7 @@ def permuted_potential(perm: list[int]):
 
 @functools.cache
 def structured(n: int, with_potential: bool = True):
-    return veselova_structured(n, potential if with_potential else None)
+    return veselova(n, potential if with_potential else None, form="structured")
 
 
 @functools.cache
@@ -255,7 +254,7 @@ def test_n64_builds_and_integrates():
     """n = 64: codegen + compile well under 60 s; a few steps conserve energy."""
     n = 64
     t0 = time.perf_counter()
-    vf = veselova_structured(n)
+    vf = veselova(n, form="structured")
     cs = vf.compile()
     build = time.perf_counter() - t0
     assert build < 60.0, cs.timings
@@ -263,7 +262,7 @@ def test_n64_builds_and_integrates():
     x0 = join_state(np.stack([g, -g]), np.stack([m, 0.5 * m]))
     res = nh.integrate(vf, x0, np.linspace(0.0, 0.5, 6), params=a, rtol=1e-11, atol=1e-12)
     assert res.success
-    assert list(res.observables) == list(VESELOVA_OBSERVABLES)
+    assert list(res.observables) == [*VESELOVA_OBSERVABLES, "log_det_metric"]
     e = res.observables["energy"]
     assert np.max(np.abs(e - e[:, :1])) < 1e-9 * np.max(np.abs(e))
     assert np.max(np.abs(res.observables["sphere_defect"])) < 1e-11
@@ -274,12 +273,12 @@ def test_n64_builds_and_integrates():
 
 def test_bad_input():
     with pytest.raises(ValueError, match="n must be >= 3"):
-        veselova_structured(2)
+        veselova(2, form="structured")
     with pytest.raises(TypeError, match="n must be an int"):
-        veselova_structured(4.0)
+        veselova(4.0, form="structured")
     x = sp.Symbol("x")
     with pytest.raises(ValueError, match="potential may depend on gamma1..gamma4 only"):
-        veselova_structured(4, x * sp.Symbol("gamma1", real=True))
+        veselova(4, x * sp.Symbol("gamma1", real=True), form="structured")
     with pytest.raises(ValueError, match="even last dimension"):
         split_state(np.zeros(5))
     with pytest.raises(ValueError, match="same shape"):

@@ -6,12 +6,8 @@ import numpy as np
 import sympy as sp
 
 import nhfast as nh
-from nhfast.systems.veselova_body import (
-    embedded_momentum,
-    embedded_to_unreduced,
-    veselova_body_so3,
-    veselova_unreduced,
-)
+from nhfast.systems import veselova
+from nhfast.systems.veselova_body import embedded_momentum, embedded_to_unreduced
 
 TOL = {"rtol": 1e-12, "atol": 1e-12}
 
@@ -21,8 +17,8 @@ def potential(gamma: list) -> sp.Expr:
 
 
 def test_veselova_body_so3_matches_unreduced():
-    body = veselova_body_so3(potential).as_vector_field()
-    unr = veselova_unreduced(3, potential)
+    body = veselova(3, potential, form="so3").as_vector_field()
+    unr = veselova(3, potential, form="unreduced")
     rng = np.random.default_rng(3)
     m = 5
     g = rng.normal(size=(m, 3))

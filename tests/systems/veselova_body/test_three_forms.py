@@ -29,8 +29,6 @@ from nhfast.systems.veselova_body import (
     omega_pairs,
     unreduced_to_embedded,
     unreduced_to_gamma,
-    veselova_embedded,
-    veselova_unreduced,
 )
 
 TOL = {"rtol": 1e-12, "atol": 1e-12}
@@ -50,12 +48,12 @@ def chart_vf(n: int) -> nh.VectorField:
 
 @functools.cache
 def embedded_vf(n: int) -> nh.VectorField:
-    return veselova_embedded(n, potential)
+    return veselova(n, potential, form="embedded")
 
 
 @functools.cache
 def unreduced_vf(n: int) -> nh.VectorField:
-    return veselova_unreduced(n, potential)
+    return veselova(n, potential, form="unreduced")
 
 
 def _c(gamma: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -162,11 +160,11 @@ def test_embedded_and_unreduced_match_digest_oracles(n, a, gamma0, v0, U, energy
     m0 = embedded_momentum(g0, np.array(v0, dtype=float), a)
     pot = (lambda g: g[0]) if U == "gamma1" else None
     t = np.linspace(0.0, 5.0, 6)
-    emb = nh.integrate(veselova_embedded(n, pot), np.r_[g0, m0], t, params=a, **TOL)
+    emb = nh.integrate(veselova(n, pot, form="embedded"), np.r_[g0, m0], t, params=a, **TOL)
     assert abs(emb.observables["energy"][0, 0] - energy0) < 1e-9
     assert np.max(np.abs(emb.y[0, -1, :n] - gamma5)) < 1e-9
     unr = nh.integrate(
-        veselova_unreduced(n, pot), embedded_to_unreduced(g0, m0, a), t, params=a, **TOL
+        veselova(n, pot, form="unreduced"), embedded_to_unreduced(g0, m0, a), t, params=a, **TOL
     )
     assert abs(unr.observables["energy"][0, 0] - energy0) < 1e-9
     assert np.max(np.abs(unreduced_to_gamma(unr.y[0, -1], n) - gamma5)) < 1e-9
