@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from nhfast._version import __version__
-from nhfast.codegen import IndexedProgram
+from nhfast.codegen import IndexedProgram  # noqa: F401
 from nhfast.errors import (
     BackendWarning,
     CacheWarning,
@@ -70,8 +70,12 @@ __all__ = [
     "HamiltonianSystem",
     "LinearSolve",
     "StructuredVectorField",
-    "IndexedProgram",
-    *_NUMERIC,
+    "integrate",
+    "integrate_hamiltonised",
+    "IntegrationResult",
+    "TimeChangedSystem",
+    "METHODS",
+    "STATUS",
     "CompilationError",
     "IntegrationError",
     "IntegrationWarning",
@@ -95,6 +99,21 @@ if _CORE_ERROR is None:
         TimeChangedSystem) is converted by :func:`nhfast.symbolic.time_change.time_changed_system`
         (with ``phi``, when given, instead of the phi-simplicity search); the other arguments are
         those of :func:`nhfast.hamiltonised.integrate_hamiltonised`.
+
+        Parameters
+        ----------
+        system : ChaplyginSystem, ReducedChaplyginSystem, HamiltonisedSystem or TimeChangedSystem
+            The system to integrate.
+        *args, **kwargs
+            ``x0``, ``t``, ``method``, ``h``, ... of
+            :func:`nhfast.hamiltonised.integrate_hamiltonised`.
+        phi : sympy.Expr, optional
+            The phi of phi-simplicity (checked); default: found by the phi-simplicity search.
+
+        Returns
+        -------
+        IntegrationResult
+            ``y[traj, time, :] = (s, p)`` (see :func:`nhfast.hamiltonised.integrate_hamiltonised`).
 
         Raises
         ------

@@ -16,27 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "ABI_VERSION",
-    "ADAPTIVE",
-    "ERR",
-    "FLAG_MACRO",
-    "HAS",
-    "INCLUDE_DIR",
-    "INFO",
-    "INFO_LEN",
-    "KERNEL_ERR",
-    "LANE",
-    "METHODS",
-    "STATS",
-    "STATUS",
-    "STIFF",
-    "SYMBOL",
-    "TAYLOR_MAX_ORDER",
-    "DERIVED_COUNT_SYMBOL",
-    "DERIVE_SYMBOL",
-    "RHS_DERIVED_SYMBOL",
-]
+__all__: list[str] = []
 
 #: Directory of the shipped C headers (``nh_abi.h``, ``linalg.h``) that generated kernels
 #: include; the compile command gets ``-I`` of it and the cache key hashes its headers.

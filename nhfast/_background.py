@@ -15,7 +15,7 @@ import os
 import threading
 from collections.abc import Callable, Hashable
 
-__all__ = ["enabled", "pending", "submit", "wait"]
+__all__: list[str] = []
 
 _lock = threading.Lock()
 _jobs: dict[Hashable, threading.Thread] = {}

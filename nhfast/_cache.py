@@ -12,7 +12,7 @@ import weakref
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
-__all__ = ["forget", "memo", "peek"]
+__all__: list[str] = []
 
 T = TypeVar("T")
 #: id(owner) -> (weak reference to the owner, its table)

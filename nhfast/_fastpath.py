@@ -27,7 +27,7 @@ from nhfast.codegen import cost_order, unroll_pays
 from nhfast.events import DomainWatch, domain_watch, event_kernel
 from nhfast.vectorfield import VectorField
 
-__all__ = ["NO_PARAMS", "CallPlan", "call_plan", "taylor_kernel"]
+__all__: list[str] = []
 
 _FLOAT = np.dtype(float)
 _all = np.logical_and.reduce

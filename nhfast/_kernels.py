@@ -55,18 +55,7 @@ from nhfast.codegen import (
 )
 from nhfast.errors import CompilationError
 
-__all__ = [
-    "CompiledSystem",
-    "InputCheck",
-    "InputChecks",
-    "c_source",
-    "compile_kernels",
-    "compile_recipe",
-    "compile_taylor",
-    "load_compiled",
-    "recipe_key",
-    "source_key",
-]
+__all__: list[str] = []
 
 #: ``check(x, params, name)`` on rows ``(m, n_state)`` and ``(m, n_params)``; raises ValueError.
 InputCheck = Callable[[np.ndarray, np.ndarray, str], None]

@@ -12,7 +12,7 @@ import os
 
 from nhfast.errors import InsufficientMemoryError
 
-__all__ = ["SMALL", "available", "check", "describe"]
+__all__: list[str] = []
 
 #: Allocations below this many bytes are not checked (reading the memory available costs
 #: tens of microseconds, more than a small call).

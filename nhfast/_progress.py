@@ -26,7 +26,7 @@ from typing import TextIO, TypeVar
 
 from nhfast._background import in_background
 
-__all__ = ["HEARTBEAT_INTERVAL", "THRESHOLD", "Heartbeat", "Progress", "stage"]
+__all__: list[str] = []
 
 #: Seconds after which a stage is announced on stderr.
 THRESHOLD = 2.0

@@ -16,15 +16,7 @@ import numpy as np
 _FLOAT = np.dtype(float)
 _all = np.logical_and.reduce  # ndarray.all without its Python layer
 
-__all__ = [
-    "positive",
-    "positive_int",
-    "positive_ints",
-    "real_array",
-    "state_rows",
-    "output_times",
-    "params_rows",
-]
+__all__: list[str] = []
 
 
 def positive(value: Any, name: str) -> float:

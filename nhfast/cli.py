@@ -30,7 +30,7 @@ from nhfast.experiments import CHECKS, EXAMPLES, FIXED_STEP_H, get_example, run_
 from nhfast.experiments.catalogue import INERTIAS, STRUCTURED_N
 from nhfast.integrate import METHODS
 
-__all__ = ["main"]
+__all__: list[str] = []
 
 _T = TypeVar("_T")
 

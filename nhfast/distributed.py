@@ -52,7 +52,10 @@ from nhfast.errors import DamagedStoreError, IntegrationWarning
 from nhfast.integrate import HAMILTONISED, METHODS, IntegrationResult, integrate, report_failures
 from nhfast.vectorfield import VectorField
 
-__all__ = ["integrate_ensemble", "open_store", "system_hash", "FORMAT"]
+__all__ = [
+    "integrate_ensemble",
+    "open_store",
+]
 
 #: Version of the Zarr layout written by :func:`integrate_ensemble`.
 FORMAT = 2

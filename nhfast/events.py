@@ -28,16 +28,7 @@ from nhfast.errors import CompilationError
 from nhfast.vectorfield import VectorField, check_printable, checked_exprs
 
 __all__ = [
-    "BOUNDARY_RTOL",
-    "domain_boundary",
-    "domain_outputs",
-    "domain_values",
-    "DomainWatch",
     "EventRecord",
-    "domain_exits",
-    "domain_watch",
-    "event_kernel",
-    "event_spec",
 ]
 
 #: (expressions, direction int32, terminal int32) of the event functions handed to the core.

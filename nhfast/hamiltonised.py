@@ -34,7 +34,10 @@ from nhfast.errors import IntegrationWarning
 from nhfast.integrate import IntegrationResult, integrate, report_failures
 from nhfast.symbolic.time_change import TimeChangedSystem
 
-__all__ = ["GAUSS_METHODS", "TimeChangedSystem", "integrate_hamiltonised"]
+__all__ = [
+    "TimeChangedSystem",
+    "integrate_hamiltonised",
+]
 
 #: Symplectic schemes usable for the ``tau``-flow, and their orders.
 GAUSS_METHODS = {"midpoint": 2, "gauss4": 4, "gauss6": 6}

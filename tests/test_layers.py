@@ -228,3 +228,57 @@ def test_symbolic_layers_import_without_the_core() -> None:
         [sys.executable, "-c", BLOCK_CORE], capture_output=True, text=True, timeout=300
     )
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]
+
+
+#: The most names the ``__all__`` lists of the package may hold together (issue 31).
+PUBLIC_NAMES_MAX = 120
+
+
+def _public_names() -> dict[str, object]:
+    """Every name in an ``__all__`` of ``nhfast`` or one of its modules, with its object."""
+    import importlib
+    import pkgutil
+
+    import nhfast
+
+    names: dict[str, object] = {n: getattr(nhfast, n) for n in nhfast.__all__}
+    for info in pkgutil.walk_packages(nhfast.__path__, "nhfast."):
+        if info.name.endswith("__main__"):
+            continue
+        mod = importlib.import_module(info.name)
+        for n in getattr(mod, "__all__", ()):
+            names.setdefault(n, getattr(mod, n))
+    return names
+
+
+def test_public_surface_is_small() -> None:
+    names = _public_names()
+    assert len(names) <= PUBLIC_NAMES_MAX, (
+        f"{len(names)} public names (at most {PUBLIC_NAMES_MAX}): {sorted(names)}"
+    )
+
+
+def test_public_callables_have_numpydoc_docstrings() -> None:
+    """A summary line, and a ``Parameters`` (or, for classes, ``Attributes``) section when the
+    callable takes arguments; exceptions and warnings need the summary only."""
+    import inspect
+
+    missing = []
+    for name, obj in sorted(_public_names().items()):
+        if not callable(obj):
+            continue
+        doc = inspect.getdoc(obj) or ""
+        if not doc.strip():
+            missing.append(f"{name}: no docstring")
+            continue
+        if inspect.isclass(obj) and issubclass(obj, BaseException):
+            continue
+        try:
+            target = obj.__init__ if inspect.isclass(obj) else obj
+            params = [p for p in inspect.signature(target).parameters if p not in ("self", "cls")]
+        except (TypeError, ValueError):
+            params = []
+        sections = ("Parameters\n----------", "Attributes\n----------")
+        if params and not any(s in doc for s in sections):
+            missing.append(f"{name}: no Parameters section")
+    assert not missing, "\n".join(missing)

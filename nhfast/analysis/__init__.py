@@ -25,7 +25,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from nhfast.analysis.result import Check, Report, jsonable
+from nhfast.analysis.result import Check, Report, jsonable  # noqa: F401
 
 _LAZY = {
     "check_measure": "measure",
@@ -54,7 +54,27 @@ _LAZY = {
     "read_json": "report",
 }
 
-__all__ = ["Check", "Report", "jsonable", *_LAZY]
+__all__ = [
+    "Check",
+    "Report",
+    "check_measure",
+    "flow_map_determinant",
+    "FlowMapDeterminant",
+    "discover_density",
+    "DensityFit",
+    "sample_box",
+    "sample_energy_shell",
+    "project_to_constraints",
+    "phi_simplicity",
+    "conformal_closedness",
+    "hamiltonisation_report",
+    "energy_error",
+    "constraint_residual",
+    "integrate_vakonomic",
+    "compare_nonholonomic_vakonomic",
+    "write_report",
+    "read_json",
+]
 
 
 def __getattr__(name: str) -> Any:

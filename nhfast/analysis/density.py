@@ -86,7 +86,10 @@ from nhfast.codegen.numpy_backend import numpy_rows
 from nhfast.structured_field import StructuredVectorField
 from nhfast.vectorfield import VectorField
 
-__all__ = ["DensityFit", "discover_density", "monomials"]
+__all__ = [
+    "DensityFit",
+    "discover_density",
+]
 
 
 @dataclass

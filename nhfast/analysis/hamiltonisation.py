@@ -42,13 +42,8 @@ from nhfast.vectorfield import VectorField
 
 __all__ = [
     "phi_simplicity",
-    "gyroscopic_function",
-    "fit_phi_gradient",
-    "phi_simplicity_on_samples",
     "conformal_closedness",
-    "hamiltonised_flow_checks",
     "hamiltonisation_report",
-    "summary",
 ]
 
 

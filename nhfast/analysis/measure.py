@@ -85,21 +85,8 @@ from nhfast.vectorfield import VectorField
 
 __all__ = [
     "FlowMapDeterminant",
-    "LogDensity",
-    "LogTerm",
     "check_measure",
-    "constraint_values",
-    "density_expression",
-    "density_kernel",
-    "divergence_field",
-    "divergence_values",
-    "field_values",
-    "flow_jacobian",
     "flow_map_determinant",
-    "liouville_field",
-    "manifold_log_det",
-    "validate_states",
-    "variational_field",
 ]
 
 _EPS = float(np.finfo(float).eps)

@@ -36,15 +36,7 @@ from nhfast.symbolic.vakonomic import NonholonomicData, is_integrable, nonholono
 from nhfast.symbolic.vakonomic._forms import INTEGRABLE_NOTE, check_system
 from nhfast.vectorfield import VectorField
 
-__all__ = [
-    "NonholonomicRun",
-    "multiplier_vector_field",
-    "initial_states",
-    "run_nonholonomic",
-    "vakonomic_check",
-    "unconstrained_check",
-    "vakonomic_is_nonholonomic_check",
-]
+__all__: list[str] = []
 
 
 def multiplier_vector_field(system: Any, data: NonholonomicData | None = None) -> VectorField:

@@ -27,16 +27,8 @@ import numpy as np
 from nhfast.analysis.result import Check, Report
 
 __all__ = [
-    "verdict",
-    "render_text",
-    "write_json",
     "read_json",
-    "write_plots",
     "write_report",
-    "PlotOutcome",
-    "series_figure",
-    "histogram_figure",
-    "HIST_FLOOR",
 ]
 
 _VERDICT = {True: "PASS", False: "FAIL", None: "----"}
@@ -120,7 +112,17 @@ def write_json(report: Report, path: str | Path) -> Path:
 
 
 def read_json(path: str | Path) -> Report:
-    """Read a report written by :func:`write_json` back (arrays as NumPy arrays)."""
+    """Read a report written by :func:`write_json` back (arrays as NumPy arrays).
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``report.json`` written by :func:`write_report`.
+
+    Returns
+    -------
+    Report
+    """
     data = json.loads(Path(path).read_text())
 
     def arrays(d: dict[str, Any]) -> dict[str, np.ndarray]:

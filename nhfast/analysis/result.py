@@ -12,7 +12,10 @@ from typing import Any
 
 from nhfast._records import Check, jsonable
 
-__all__ = ["Check", "Report", "jsonable"]
+__all__ = [
+    "Check",
+    "Report",
+]
 
 
 @dataclass

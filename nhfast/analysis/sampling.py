@@ -40,10 +40,6 @@ from nhfast.codegen.numpy_backend import numpy_rows
 from nhfast.vectorfield import VectorField
 
 __all__ = [
-    "as_vector_field",
-    "constraint_functions",
-    "check_states",
-    "check_params",
     "sample_box",
     "sample_energy_shell",
     "project_to_constraints",

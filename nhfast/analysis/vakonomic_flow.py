@@ -35,13 +35,7 @@ from nhfast.symbolic.vakonomic import (
 )
 
 __all__ = [
-    "VakonomicTrajectory",
-    "NonholonomicTrajectory",
-    "NHVakComparison",
-    "vakonomic_initial_state",
-    "vakonomic_field",
     "integrate_vakonomic",
-    "integrate_nonholonomic",
     "compare_nonholonomic_vakonomic",
 ]
 

@@ -7,38 +7,24 @@ length-``n`` vectors, for large ``n``; :func:`generate_structured_c`). The kerne
 the generated sources include ships in ``nhfast/codegen/include``.
 """
 
-from nhfast.codegen._printer import unprintable
-from nhfast.codegen.ckernels import DerivSpec, KernelSet, SolveSpec, generate_c, kernel_set_digest
-from nhfast.codegen.indexed import IndexedProgram, Statement
+from nhfast.codegen._printer import unprintable  # noqa: F401
+from nhfast.codegen.ckernels import DerivSpec, KernelSet, SolveSpec, generate_c, kernel_set_digest  # noqa: F401
+from nhfast.codegen.indexed import IndexedProgram, Statement  # noqa: F401
 from nhfast.codegen.numpy_backend import (
-    NumpyKernel,
-    StructuredNumpyKernel,
+    NumpyKernel,  # noqa: F401
+    StructuredNumpyKernel,  # noqa: F401
     numpy_kernels,
-    numpy_rows,
-    structured_numpy_kernels,
+    numpy_rows,  # noqa: F401
+    structured_numpy_kernels,  # noqa: F401
 )
-from nhfast.codegen.structured import UNROLL_MAX_N, generate_structured_c, program_digest
-from nhfast.codegen.taylor import cost_order, generate_taylor_c, taylor_digest, unroll_pays
+from nhfast.codegen.structured import UNROLL_MAX_N, generate_structured_c, program_digest  # noqa: F401
+from nhfast.codegen.taylor import cost_order, generate_taylor_c, taylor_digest, unroll_pays  # noqa: F401
 
 __all__ = [
-    "UNROLL_MAX_N",
-    "DerivSpec",
     "IndexedProgram",
     "KernelSet",
-    "NumpyKernel",
-    "SolveSpec",
-    "Statement",
-    "StructuredNumpyKernel",
-    "cost_order",
     "generate_c",
     "generate_structured_c",
     "generate_taylor_c",
-    "kernel_set_digest",
     "numpy_kernels",
-    "numpy_rows",
-    "program_digest",
-    "structured_numpy_kernels",
-    "taylor_digest",
-    "unprintable",
-    "unroll_pays",
 ]

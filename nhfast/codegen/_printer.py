@@ -17,16 +17,7 @@ from sympy.printing.c import C99CodePrinter
 
 from nhfast._abi import ABI_VERSION, FLAG_MACRO, SYMBOL
 
-__all__ = [
-    "CPrinter",
-    "unprintable",
-    "banner",
-    "flags_expr",
-    "info_table",
-    "input_hash",
-    "kernel_head",
-    "preamble",
-]
+__all__: list[str] = []
 
 #: Constants SymPy's C printer may emit that C99 does not define.
 _MATH_CONSTANTS = {

@@ -30,7 +30,10 @@ from nhfast.codegen._printer import (
 )
 from nhfast.codegen.hoist import hoist_parameters
 
-__all__ = ["DerivSpec", "KernelSet", "SolveSpec", "generate_c", "kernel_set_digest"]
+__all__ = [
+    "KernelSet",
+    "generate_c",
+]
 
 
 @dataclass(frozen=True)

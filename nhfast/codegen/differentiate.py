@@ -39,7 +39,7 @@ import sympy as sp
 
 from nhfast.codegen.indexed import IndexedProgram, Statement
 
-__all__ = ["divergence_block", "jvp_program", "with_divergence"]
+__all__: list[str] = []
 
 _ZERO = sp.Integer(0)
 _BASIC_KINDS = frozenset({"scalar", "reduce", "vector", "unrolled"})

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 import sympy as sp
 
-__all__ = ["hoist_parameters"]
+__all__: list[str] = []
 
 
 def _trivial(e: sp.Expr) -> bool:

@@ -36,12 +36,7 @@ import sympy as sp
 from nhfast._abi import SYMBOL
 
 __all__ = [
-    "DENSE_KINDS",
-    "INDEXED_KINDS",
     "IndexedProgram",
-    "Input",
-    "Statement",
-    "is_reciprocal",
 ]
 
 #: Statement kinds that loop over the index.

@@ -21,11 +21,7 @@ from nhfast.codegen.ckernels import KernelSet
 from nhfast.codegen.indexed import DENSE_KINDS, IndexedProgram
 
 __all__ = [
-    "NumpyKernel",
-    "StructuredNumpyKernel",
     "numpy_kernels",
-    "numpy_rows",
-    "structured_numpy_kernels",
 ]
 
 
@@ -129,7 +125,18 @@ def _solve(K: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def numpy_kernels(ks: KernelSet) -> dict[str, NumpyKernel]:
-    """Build a :class:`NumpyKernel` for every family of ``ks``."""
+    """Build a :class:`NumpyKernel` for every family of ``ks``.
+
+    Parameters
+    ----------
+    ks : KernelSet
+        The generated kernel families (:meth:`VectorField.kernel_set`).
+
+    Returns
+    -------
+    dict of str to NumpyKernel
+        One evaluator per family.
+    """
     return {name: NumpyKernel(name, exprs, ks) for name, exprs in ks.kernels.items()}
 
 

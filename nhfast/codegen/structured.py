@@ -42,11 +42,8 @@ from nhfast.codegen.indexed import (
 # IndexedProgram and Statement (now in indexed.py) are re-exported for the importers of this
 # module's former contents; new code imports them from ``nhfast.codegen``.
 __all__ = [
-    "UNROLL_MAX_N",
     "IndexedProgram",
-    "Statement",
     "generate_structured_c",
-    "program_digest",
 ]
 
 

@@ -35,14 +35,7 @@ from nhfast.codegen.indexed import IndexedProgram
 from nhfast.codegen.structured import program_digest
 
 __all__ = [
-    "TAYLOR_CHUNK",
-    "UNROLL_TERMS",
-    "cost_order",
     "generate_taylor_c",
-    "taylor_digest",
-    "taylor_size",
-    "unroll_pays",
-    "unrolled_terms",
 ]
 
 #: Work of a Taylor kernel call up to this many doubles lives on the stack (32 kB), beyond

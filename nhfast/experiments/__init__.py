@@ -11,42 +11,29 @@
 """
 
 from nhfast.experiments.catalogue import (
-    EXAMPLES,
+    EXAMPLES,  # noqa: F401
     Example,
-    Expectation,
+    Expectation,  # noqa: F401
     Instance,
-    MeasureClaim,
+    MeasureClaim,  # noqa: F401
     build_example,
     get_example,
 )
 from nhfast.experiments.checks import (
-    discovery_check,
-    hamiltonisation_checks,
-    measure_checks,
-    pointwise_measure_check,
-    structured_hamiltonisation_check,
-    structured_measure_checks,
-    symbolic_checks,
+    discovery_check,  # noqa: F401
+    hamiltonisation_checks,  # noqa: F401
+    measure_checks,  # noqa: F401
+    pointwise_measure_check,  # noqa: F401
+    structured_hamiltonisation_check,  # noqa: F401
+    structured_measure_checks,  # noqa: F401
+    symbolic_checks,  # noqa: F401
 )
-from nhfast.experiments.runner import CHECKS, FIXED_STEP_H, integrate_in_chunks, run_example
+from nhfast.experiments.runner import CHECKS, FIXED_STEP_H, integrate_in_chunks, run_example  # noqa: F401
 
 __all__ = [
     "run_example",
-    "CHECKS",
-    "FIXED_STEP_H",
-    "integrate_in_chunks",
-    "EXAMPLES",
     "Example",
     "Instance",
-    "Expectation",
-    "MeasureClaim",
     "get_example",
     "build_example",
-    "symbolic_checks",
-    "measure_checks",
-    "discovery_check",
-    "hamiltonisation_checks",
-    "pointwise_measure_check",
-    "structured_measure_checks",
-    "structured_hamiltonisation_check",
 ]

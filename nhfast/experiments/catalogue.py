@@ -43,17 +43,10 @@ from nhfast.systems.veselova_body.formulas import (
 from nhfast.vectorfield import VectorField
 
 __all__ = [
-    "Expectation",
-    "MeasureClaim",
     "Instance",
     "Example",
-    "EXAMPLES",
     "get_example",
     "build_example",
-    "INERTIAS",
-    "STRUCTURED_N",
-    "SYMBOLIC",
-    "STRUCTURED",
 ]
 
 #: Inertia operators of the Veselova example (``--inertia``); the first is the default.
@@ -693,12 +686,41 @@ EXAMPLES: dict[str, Example] = {
 
 
 def get_example(name: str) -> Example:
-    """The library entry ``name``; ``KeyError`` listing the names when unknown."""
+    """The library entry ``name``; ``KeyError`` listing the names when unknown.
+
+    Parameters
+    ----------
+    name : str
+        A name of the catalogue.
+
+    Returns
+    -------
+    Example
+
+    Raises
+    ------
+    KeyError
+        If ``name`` is unknown (the message lists the names).
+    """
     if name not in EXAMPLES:
         raise KeyError(f"example: unknown {name!r}; choose one of {', '.join(EXAMPLES)}")
     return EXAMPLES[name]
 
 
 def build_example(name: str, n: int | None = None, inertia: str | None = None) -> Instance:
-    """Shortcut for ``get_example(name).build(n, inertia)``."""
+    """Shortcut for ``get_example(name).build(n, inertia)``.
+
+    Parameters
+    ----------
+    name : str
+        A name of the catalogue (``nhfast examples`` lists them).
+    n : int, optional
+        Size of sized examples (the Veselova body: ``SO(n)``); default the example's.
+    inertia : str, optional
+        Inertia operator of examples that have one; default the example's first.
+
+    Returns
+    -------
+    Instance
+    """
     return get_example(name).build(n, inertia)

@@ -22,24 +22,7 @@ from nhfast.experiments.catalogue import Instance, MeasureClaim
 from nhfast.integrate import integrate
 from nhfast.symbolic import invariant_measure, phi_simple
 
-__all__ = [
-    "symbolic_checks",
-    "measure_checks",
-    "discovery_check",
-    "hamiltonisation_checks",
-    "HAMILTONISATION_LANES",
-    "MEASURE_LANES",
-    "DISCOVERY_SAMPLES",
-    "DISCOVERY_SPREAD",
-    "pointwise_measure_check",
-    "structured_measure_checks",
-    "STRUCTURED_SAMPLES",
-    "STRUCTURED_LANES",
-    "FD_STEP",
-    "POINTWISE_TOL",
-    "FORM",
-    "structured_hamiltonisation_check",
-]
+__all__: list[str] = []
 
 HAMILTONISATION_LANES = 8  # trajectories of the Hamiltonisation flow checks (chart samples)
 MEASURE_LANES = 1024  # at most this many trajectories (the first ones) for the measure checks

@@ -42,7 +42,9 @@ from nhfast.experiments.checks import (
 from nhfast.integrate import ADAPTIVE, IntegrationResult, integrate
 from nhfast.vectorfield import VectorField
 
-__all__ = ["run_example", "integrate_in_chunks", "CHECKS", "FIXED_STEP_H"]
+__all__ = [
+    "run_example",
+]
 
 #: The check families of :func:`run_example`.
 CHECKS = ("drift", "symbolic", "measure", "hamiltonisation")

@@ -41,7 +41,7 @@ from nhfast.symbolic.equations import (
     almost_poisson_equations,
     chaplygin_equations,
     hamel_equations,
-    reduced_almost_poisson,
+    reduced_almost_poisson,  # noqa: F401
 )
 from nhfast.symbolic.frames import __all__ as _frames_all
 from nhfast.symbolic.frames import (  # noqa: F401
@@ -85,7 +85,6 @@ __all__ = [
     "almost_poisson_equations",
     "hamel_equations",
     "chaplygin_equations",
-    "reduced_almost_poisson",
     # Chaplygin systems: gyroscopic tensor, measure, Hamiltonisation
     *(name for name in _chaplygin_all if name not in _CHAPLYGIN_ONLY),
     "time_changed_system",

@@ -37,21 +37,14 @@ from nhfast.symbolic.equations import EquationsOfMotion, Inverse, inverse_or_sol
 __all__ = [
     "gyroscopic_coefficients",
     "gyroscopic_tensor_vanishes",
-    "is_skew_symmetric",
     "theta_form",
-    "exterior_derivative",
-    "is_closed",
-    "integrate_exact_form",
     "MeasureResult",
     "invariant_measure",
     "PhiSimpleResult",
     "phi_simple",
-    "phi_simple_residuals",
-    "verify_phi",
     "HamiltonisedSystem",
     "hamiltonise",
     "reducing_multiplier",
-    "reduced_system",
 ]
 
 
@@ -91,7 +84,17 @@ def gyroscopic_coefficients(system: Any, simplify: Simplifier = True) -> sp.NDim
 
 
 def gyroscopic_tensor_vanishes(C: sp.NDimArray) -> bool:
-    """True when every ``C^k_ij`` is identically zero (``T = 0``)."""
+    """True when every ``C^k_ij`` is identically zero (``T = 0``).
+
+    Parameters
+    ----------
+    C : sympy.NDimArray
+        Gyroscopic coefficients ``C[i, j, k] = C^k_ij`` (:func:`gyroscopic_coefficients`).
+
+    Returns
+    -------
+    bool
+    """
     return all(is_zero(c) for c in sp.flatten(C))
 
 

@@ -48,7 +48,6 @@ __all__ = [
     "almost_poisson_equations",
     "hamel_equations",
     "chaplygin_equations",
-    "reduced_almost_poisson",
 ]
 
 Inverse = Literal["auto", "symbolic", "solve"]

@@ -32,15 +32,9 @@ from nhfast.symbolic._util import (
 )
 
 __all__ = [
-    "lie_bracket",
     "frame_brackets",
     "anholonomity",
     "reduced_metric",
-    "bracket_pairings",
-    "orthogonal_projector",
-    "constraint_coefficients",
-    "coefficients_from_pairings",
-    "is_skew",
 ]
 
 

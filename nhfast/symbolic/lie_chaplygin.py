@@ -34,7 +34,9 @@ from nhfast.symbolic._util import Simplifier, as_expr, as_matrix, as_symbol_list
 from nhfast.symbolic.frames import coefficients_from_pairings
 from nhfast.symbolic.systems import ReducedChaplyginSystem
 
-__all__ = ["lie_chaplygin_system", "matrix_commutator", "pairings_solution"]
+__all__ = [
+    "lie_chaplygin_system",
+]
 
 Element = sp.Matrix
 Bracket = Callable[[Element, Element], Element]

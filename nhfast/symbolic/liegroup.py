@@ -38,7 +38,6 @@ from nhfast.vectorfield import LinearSolve, VectorField
 
 __all__ = [
     "LieGroupSystem",
-    "so3_structure_constants",
     "son_structure_constants",
 ]
 
@@ -56,7 +55,18 @@ def so3_structure_constants() -> sp.MutableDenseNDimArray:
 def son_structure_constants(n: int) -> sp.MutableDenseNDimArray:
     """Structure constants of ``so(n)`` in the basis ``E_(i,j) = e_i ^ e_j`` (``i < j``,
     row-major order, ``i < j``), with the matrix
-    commutator ``[X, Y] = XY - YX``."""
+    commutator ``[X, Y] = XY - YX``.
+
+    Parameters
+    ----------
+    n : int
+        ``n >= 2``.
+
+    Returns
+    -------
+    sympy.MutableDenseNDimArray
+        ``c[a, b, d]`` with ``[E_a, E_b] = c[a, b, d] E_d``.
+    """
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
     N = len(pairs)
 

@@ -8,14 +8,14 @@ from nhfast.symbolic.liegroup import LieGroupSystem
 from nhfast.symbolic.systems import ChaplyginSystem, NonholonomicSystem, ReducedChaplyginSystem
 from nhfast.systems.examples import (
     chaplygin_ball,
-    chaplygin_ball_density,
+    chaplygin_ball_density,  # noqa: F401
     chaplygin_sleigh,
     holonomic_particle,
     nonholonomic_particle,
     two_constraint_system,
     vertical_rolling_disk,
 )
-from nhfast.systems.inertia import INERTIAS
+from nhfast.systems.inertia import INERTIAS  # noqa: F401
 from nhfast.systems.rigid_bodies import rigid_body, rigid_body_params, suslov_rigid_body
 from nhfast.systems.rolling_disk import (
     contact_particle,
@@ -36,9 +36,7 @@ __all__ = [
     "holonomic_particle",
     "chaplygin_sleigh",
     "chaplygin_ball",
-    "chaplygin_ball_density",
     "veselova",
-    "INERTIAS",
     "rigid_body",
     "suslov_rigid_body",
     "rigid_body_params",

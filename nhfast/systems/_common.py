@@ -10,7 +10,7 @@ import sympy as sp
 from nhfast.symbolic._util import generic_rank, matrix_is_zero
 from nhfast.symbolic.systems import NonholonomicSystem
 
-__all__ = ["Potential", "potential_expr", "with_frame"]
+__all__: list[str] = []
 
 #: A potential: an expression, a callable of the coordinates, or None (no potential).
 Potential = sp.Expr | Callable[..., Any] | None

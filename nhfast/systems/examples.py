@@ -35,7 +35,6 @@ __all__ = [
     "holonomic_particle",
     "chaplygin_sleigh",
     "chaplygin_ball",
-    "chaplygin_ball_density",
     "two_constraint_system",
 ]
 
@@ -100,6 +99,11 @@ def holonomic_particle(potential: Potential = None) -> ChaplyginSystem:
     ``D = ker d(z - x y)`` is integrable, so the gyroscopic tensor must vanish
     (García-Naranjo & Marrero 2020, Prop. 3.5).  Parameter ``a`` as in
     :func:`nonholonomic_particle`.
+
+    Parameters
+    ----------
+    potential : sympy.Expr or callable, optional
+        ``U(x, y)``, as for :func:`nonholonomic_particle`.
 
     Returns
     -------

@@ -26,7 +26,7 @@ from nhfast.symbolic._util import as_symbol_list
 from nhfast.symbolic.systems import NonholonomicSystem
 from nhfast.systems._common import with_frame
 
-__all__ = ["heisenberg", "generalized_heisenberg", "heisenberg_symbols"]
+__all__: list[str] = []
 
 Coefficient = sp.Expr | float | int | Callable[..., Any] | None
 

@@ -21,7 +21,6 @@ __all__ = [
     "rigid_body",
     "suslov_rigid_body",
     "rigid_body_params",
-    "omega_from_state",
 ]
 
 
@@ -96,6 +95,21 @@ def suslov_rigid_body(
     With ``axis=True`` (default) ``e`` is the last parameter vector (see
     :func:`rigid_body_params` with ``axis=True``), so the free motion is not trivial; with
     ``axis=False`` it is ``e_n``.
+
+    Parameters
+    ----------
+    n : int
+        ``n >= 3``.
+    inertia : {"a-omega-a", "physical", "pairwise"}
+    potential : callable, optional
+        ``U([gamma1, ..., gamma_n])`` of the components.
+    axis : bool
+        The constraint axis is a parameter vector (default) or ``e_n``.
+
+    Returns
+    -------
+    StructuredVectorField
+        States ``(gamma, m)``, parameters as in :func:`rigid_body_params`.
     """
     body = rigid_body(n, inertia, "body_fixed", component_potential=potential, axis=axis)
     return body.vector_field()
@@ -113,6 +127,21 @@ def rigid_body_params(
     moments, so "pairwise" and "physical" agree); with ``rng``: random positive moments
     (``H`` symmetric with entries in ``[1, 2]``).  With ``axis=True`` a unit Suslov axis
     follows (``e_n`` tilted towards ``e_1``, or random with ``rng``).
+
+    Parameters
+    ----------
+    n : int
+        ``n >= 3``.
+    inertia : {"a-omega-a", "physical", "pairwise"}
+    rng : numpy.random.Generator, optional
+        Draw random moments instead of the fixed ones.
+    axis : bool
+        Append a unit Suslov axis (the parameters of ``suslov_rigid_body(..., axis=True)``).
+
+    Returns
+    -------
+    ndarray
+        ``n`` moments (``n * n`` for ``"pairwise"``), then ``n`` axis entries with ``axis``.
     """
     if axis:
         if rng is None:

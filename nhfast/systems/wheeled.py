@@ -37,7 +37,6 @@ from nhfast.systems._common import Potential, potential_expr, with_frame
 __all__ = [
     "unicycle",
     "two_wheeled_carriage",
-    "carriage_constants",
 ]
 
 

@@ -8,10 +8,10 @@ derives its reduced equations.
 """
 
 from nhfast.symbolic.rigid_body.body import (
-    OBSERVABLES,
-    Constraint,
-    Derivation,
-    Param,
+    OBSERVABLES,  # noqa: F401
+    Constraint,  # noqa: F401
+    Derivation,  # noqa: F401
+    Param,  # noqa: F401
     RigidBody,
     body_fixed,
     diagonal,
@@ -22,15 +22,11 @@ from nhfast.symbolic.rigid_body.body import (
 )
 
 __all__ = [
-    "OBSERVABLES",
-    "Constraint",
-    "Derivation",
-    "Param",
     "RigidBody",
-    "body_fixed",
     "diagonal",
-    "scalar",
-    "space_fixed",
     "symmetric",
     "vector",
+    "scalar",
+    "space_fixed",
+    "body_fixed",
 ]

@@ -41,19 +41,7 @@ from sympy.matrices.expressions import (
 from sympy.matrices.expressions.matexpr import MatrixElement
 from sympy.matrices.expressions.trace import Trace
 
-__all__ = [
-    "DIM",
-    "INVERSE",
-    "Node",
-    "VecPoly",
-    "Scalars",
-    "Lowering",
-    "expand_vector",
-    "inverse",
-    "leaf",
-    "substitute",
-    "substitute_scalar",
-]
+__all__: list[str] = []
 
 #: The symbolic dimension of every vector and matrix in a derivation.
 DIM = sp.Symbol("n", integer=True, positive=True)

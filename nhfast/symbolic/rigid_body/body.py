@@ -60,19 +60,7 @@ from nhfast.symbolic.rigid_body.solve import (
     scales,
 )
 
-__all__ = [
-    "Param",
-    "Constraint",
-    "RigidBody",
-    "Derivation",
-    "diagonal",
-    "vector",
-    "symmetric",
-    "scalar",
-    "space_fixed",
-    "body_fixed",
-    "OBSERVABLES",
-]
+__all__: list[str] = []
 
 #: Observables of every rigid-body program, in order.
 OBSERVABLES = ("energy", "gamma_norm", "momentum_constraint", "log_det_metric")
@@ -120,23 +108,67 @@ class Param:
 
 
 def diagonal(name: str, positive: bool = False) -> Param:
-    """A diagonal matrix ``DiagMatrix(name)`` of ``n`` parameters ``name1..name<n>``."""
+    """A diagonal matrix ``DiagMatrix(name)`` of ``n`` parameters ``name1..name<n>``.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name (an identifier; the entries are ``name1..name<n>``).
+    positive : bool
+        Declare the entries positive (lets the derivation simplify square roots and signs).
+
+    Returns
+    -------
+    Param
+    """
     return Param(name, "diagonal", positive)
 
 
 def vector(name: str) -> Param:
-    """A column vector of ``n`` parameters."""
+    """A column vector of ``n`` parameters.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name (an identifier).
+
+    Returns
+    -------
+    Param
+    """
     return Param(name, "vector")
 
 
 def symmetric(name: str) -> Param:
     """A symmetric ``n x n`` parameter matrix (``n*n`` entries, row-major, ``H[i,j] = H[j,i]``
-    expected), e.g. one inertia per pair: ``HadamardProduct(H, Om)``."""
+    expected), e.g. one inertia per pair: ``HadamardProduct(H, Om)``.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name (an identifier).
+
+    Returns
+    -------
+    Param
+    """
     return Param(name, "symmetric")
 
 
 def scalar(name: str, positive: bool = False) -> Param:
-    """One scalar parameter."""
+    """One scalar parameter.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name (an identifier).
+    positive : bool
+        Declare it positive.
+
+    Returns
+    -------
+    Param
+    """
     return Param(name, "scalar", positive)
 
 
@@ -165,6 +197,15 @@ def body_fixed(axis: str | None = None) -> Constraint:
     ``e = e_n`` by default (``Omega_ij = 0`` for ``i < j < n``); ``axis`` names a declared
     :func:`vector` parameter to use instead.  (With ``e`` an eigenvector of the inertia, as
     ``e_n`` is for diagonal ``J Om + Om J``, the free motion is a steady rotation.)
+
+    Parameters
+    ----------
+    axis : str, optional
+        Name of a declared :func:`vector` parameter holding ``e``; default ``e_n``.
+
+    Returns
+    -------
+    Constraint
     """
     if axis is not None and not isinstance(axis, str):
         raise TypeError(f"axis must be the name of a vector parameter, got {axis!r}")

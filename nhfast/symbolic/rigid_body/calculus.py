@@ -21,7 +21,7 @@ import sympy as sp
 
 from nhfast.symbolic.rigid_body.algebra import Node, Scalars, VecPoly, extract
 
-__all__ = ["Calculus"]
+__all__: list[str] = []
 
 
 class Calculus:

@@ -31,7 +31,7 @@ import sympy as sp
 
 from nhfast.symbolic.rigid_body.algebra import DIM, Node, Scalars, VecPoly, inverse, leaf
 
-__all__ = ["RECIPROCAL", "Velocity", "bordered_solve", "kept_terms", "scales"]
+__all__: list[str] = []
 
 #: The name of the per-lane vector ``1 / D`` when ``D`` is not a scalar times parameters.
 RECIPROCAL = "rb_iD"

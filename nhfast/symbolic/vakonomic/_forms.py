@@ -33,14 +33,7 @@ from nhfast._records import Check
 from nhfast.symbolic import frames as _fr
 from nhfast.symbolic._util import as_matrix, as_symbol_list, fresh_symbols, generic_rank, is_zero
 
-__all__ = [
-    "SymbolicVerdict",
-    "constraint_one_forms",
-    "is_integrable",
-    "velocity_symbols",
-    "multiplier_symbols",
-    "frame_to_coordinate_multipliers",
-]
+__all__: list[str] = []
 
 INTEGRABLE_NOTE = (
     "D is integrable: the nonholonomic and vakonomic principles coincide "

@@ -41,14 +41,7 @@ from nhfast.symbolic.vakonomic._forms import (
 )
 from nhfast.symbolic.vakonomic.nh_vs_vak import nonholonomic_data
 
-__all__ = [
-    "FrameData",
-    "frame_data",
-    "hamel_field",
-    "vakonomic_frame_field",
-    "consistency_test",
-    "restriction_test",
-]
+__all__: list[str] = []
 
 
 @dataclass

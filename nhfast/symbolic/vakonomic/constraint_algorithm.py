@@ -47,15 +47,11 @@ from nhfast.vectorfield import HamiltonianSystem, LinearSolve, VectorField
 
 __all__ = [
     "ConstraintAlgorithmResult",
-    "poisson_bracket",
     "dirac_bergmann",
     "VakonomicHamiltonian",
     "vakonomic_hamiltonian",
-    "vakonomic_hamiltonian_field",
     "PresymplecticForm",
     "presymplectic_form",
-    "SODEMultiplierRates",
-    "sode_multiplier_rates",
 ]
 
 

@@ -46,10 +46,7 @@ from nhfast.symbolic.vakonomic._forms import (
 from nhfast.vectorfield import LinearSolve
 
 __all__ = [
-    "SolveMode",
     "vakonomic_equations",
-    "nonholonomic_coordinate_equations",
-    "FrameVakonomicEquations",
     "vakonomic_frame_equations",
 ]
 

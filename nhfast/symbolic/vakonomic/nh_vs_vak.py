@@ -43,11 +43,6 @@ from nhfast.symbolic.vakonomic._forms import (
 )
 
 __all__ = [
-    "NonholonomicData",
-    "nonholonomic_data",
-    "unconstrained_test",
-    "vakonomic_test",
-    "vakonomic_residual",
     "vakonomic_is_nonholonomic",
 ]
 

@@ -67,19 +67,8 @@ from nhfast.symbolic._util import (
 from nhfast.symbolic.frames import anholonomity
 
 __all__ = [
-    "admissible_variation",
-    "ChaplyginBundle",
     "chaplygin_bundle",
-    "generator_equation",
-    "multiplier_equation",
-    "coordinate_multipliers",
-    "IntegralCriterion",
     "integral_criterion",
-    "admissible_pair_residuals",
-    "LeftInvariantConstraint",
-    "left_invariant_constraint",
-    "lie_generator_equation",
-    "lie_integral_criterion_integrands",
     "euler_poincare_suslov",
     "lie_vakonomic_equations",
 ]
@@ -881,6 +870,13 @@ def _psi(data: LeftInvariantConstraint, etadot: Any, lam_h: sp.Matrix) -> sp.Mat
 
 def euler_poincare_suslov(data: LeftInvariantConstraint, etadot: Any) -> sp.Matrix:
     """J-R Lemma 5.4 (5.8): ``<rho - mudot + ad*_eta mu, a_r> = 0`` on the basis ``a_r`` of ``d``.
+
+    Parameters
+    ----------
+    data : LeftInvariantConstraint
+        The group data and the constraint subspace ``d`` (:func:`left_invariant_constraint`).
+    etadot : sequence of sympy.Expr
+        The body velocity's time derivative, in the basis of the algebra.
 
     Returns
     -------

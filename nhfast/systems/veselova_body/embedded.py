@@ -34,12 +34,8 @@ from nhfast.systems.veselova_body.formulas import (
 from nhfast.vectorfield import VectorField
 
 __all__ = [
-    "VESELOVA_OBSERVABLES",
-    "structured_program",
     "chart_to_embedded",
     "embedded_to_chart",
-    "embedded_velocity",
-    "embedded_momentum",
     "split_state",
     "join_state",
     "project_to_constraints",
@@ -219,6 +215,16 @@ def embedded_to_chart(gamma: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.
     """Inverse of :func:`chart_to_embedded`: ``s = gamma_{1..n-1}``,
     ``p_k = m_k - gamma_k m_n / gamma_n`` (requires ``gamma_n > 0``).
 
+    Parameters
+    ----------
+    gamma, m : ndarray, shape (..., n)
+        Embedded states on the northern hemisphere.
+
+    Returns
+    -------
+    s, p : ndarray, shape (..., n - 1)
+        Chart coordinates and momenta.
+
     Raises
     ------
     ValueError
@@ -257,7 +263,17 @@ def embedded_momentum(gamma: np.ndarray, v: np.ndarray, a: np.ndarray) -> np.nda
 
 
 def split_state(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(gamma, m)`` from states of shape ``(..., 2n)`` (no copy)."""
+    """``(gamma, m)`` from states of shape ``(..., 2n)`` (no copy).
+
+    Parameters
+    ----------
+    x : ndarray, shape (..., 2n)
+
+    Returns
+    -------
+    gamma, m : ndarray, shape (..., n)
+        Views of ``x``.
+    """
     x = np.asarray(x)
     if x.ndim == 0 or x.shape[-1] % 2:
         raise ValueError(f"x must have an even last dimension 2n, got shape {x.shape}")
@@ -266,7 +282,16 @@ def split_state(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def join_state(gamma: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """States ``(..., 2n)`` from ``gamma`` and ``m`` of shape ``(..., n)``."""
+    """States ``(..., 2n)`` from ``gamma`` and ``m`` of shape ``(..., n)``.
+
+    Parameters
+    ----------
+    gamma, m : ndarray, shape (..., n)
+
+    Returns
+    -------
+    ndarray, shape (..., 2n)
+    """
     gamma = np.asarray(gamma, dtype=float)
     m = np.asarray(m, dtype=float)
     if gamma.shape != m.shape or gamma.ndim == 0:

@@ -16,22 +16,7 @@ import sympy as sp
 
 from nhfast.symbolic._util import zeros3
 
-__all__ = [
-    "check_dimension",
-    "inertia_symbols",
-    "embedded_symbols",
-    "chart_symbols",
-    "hemisphere_gamma",
-    "inertia_quadratic",
-    "reduced_metric",
-    "gyroscopic_coefficients",
-    "phi",
-    "density_exponent",
-    "log_density",
-    "wedge",
-    "killing",
-    "default_inertia",
-]
+__all__: list[str] = []
 
 
 def check_dimension(n: Any, hi: int | None = None) -> int:

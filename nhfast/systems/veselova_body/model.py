@@ -10,7 +10,9 @@ from nhfast.systems.inertia import named_inertia
 from nhfast.systems.rigid_bodies import rigid_body
 from nhfast.systems.veselova_body import chart, embedded, lie, unreduced
 
-__all__ = ["FORMS", "veselova"]
+__all__ = [
+    "veselova",
+]
 
 #: The forms of :func:`veselova`: name -> (what it returns, whether any named inertia works).
 FORMS: dict[str, str] = {

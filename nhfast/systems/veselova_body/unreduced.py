@@ -27,10 +27,7 @@ from nhfast.systems.veselova_body.formulas import (
 from nhfast.vectorfield import LinearSolve, VectorField
 
 __all__ = [
-    "omega_pairs",
     "embedded_to_unreduced",
-    "unreduced_to_gamma",
-    "unreduced_to_embedded",
 ]
 
 
