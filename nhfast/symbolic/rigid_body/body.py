@@ -146,11 +146,12 @@ def symmetric(name: str) -> Param:
     Parameters
     ----------
     name : str
-        The parameter's name (an identifier).
+        The matrix's name (an identifier); its ``n * n`` entries follow in row-major order.
 
     Returns
     -------
     Param
+        Of kind ``"symmetric"``.
     """
     return Param(name, "symmetric")
 
