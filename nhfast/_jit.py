@@ -22,7 +22,6 @@ from __future__ import annotations
 import atexit
 import ctypes
 import errno
-import hashlib
 import json
 import os
 import platform
@@ -42,7 +41,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from nhfast import _progress
+from nhfast import _keys, _progress
 from nhfast._abi import ABI_VERSION, INCLUDE_DIR, INFO, INFO_LEN
 from nhfast.errors import BackendWarning, CacheWarning, CompilationError
 
@@ -103,7 +102,7 @@ def _cpu_id() -> str:
                     break
     except OSError:
         text = platform.processor()
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return _keys.short_digest(text)
 
 
 def compile_flags() -> list[str]:
@@ -184,26 +183,19 @@ def cache_key(source: str) -> tuple[str, list[str]]:
     if cc is None:
         raise CompilationError(["cc"], "no C compiler found (set CC)")
     flags = compile_flags()
-    h = hashlib.sha256()
-    for name, text in headers().items():
-        h.update(f"{name}\0".encode())
-        h.update(hashlib.sha256(text).digest())
-    for part in (
-        source,
+    toolchain = (
         f"abi={ABI_VERSION}",
         _compiler_version(tuple(cc)),
         " ".join(cc + flags),
         sys.platform,
         platform.machine(),
         _cpu_id() if any(f.endswith("=native") for f in flags) else "",
-    ):
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest(), [*cc, *flags, f"-I{INCLUDE_DIR}"]
+    )
+    return _keys.library_key(source, headers(), toolchain), [*cc, *flags, f"-I{INCLUDE_DIR}"]
 
 
 def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return _keys.bytes_checksum(path.read_bytes())
 
 
 def _valid(entry: Path) -> bool:
@@ -329,7 +321,7 @@ def build_root() -> Path:
 
 @lru_cache(maxsize=1)
 def _host() -> str:
-    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    return _keys.short_digest(socket.gethostname(), 8)
 
 
 _BUILD_NAME = re.compile(r"\.tmp-[a-z]?[0-9a-f]+-([0-9a-f]{8})-(\d+)-[0-9a-f]{8}")
@@ -514,7 +506,7 @@ def _read_source(entry: Path, key: str) -> str | None:
         if (
             meta.get("format") != SOURCE_FORMAT
             or meta.get("key") != key
-            or hashlib.sha256(data).hexdigest() != meta.get("sha256")
+            or _keys.bytes_checksum(data) != meta.get("sha256")
         ):
             return None
         return data.decode("utf-8")
@@ -568,7 +560,7 @@ def store_source(key: str, source: str, meta: dict | None = None) -> Path | None
         **(meta or {}),
         "format": SOURCE_FORMAT,
         "key": key,
-        "sha256": hashlib.sha256(data).hexdigest(),
+        "sha256": _keys.bytes_checksum(data),
         "abi": ABI_VERSION,
     }
 

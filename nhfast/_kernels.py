@@ -18,7 +18,6 @@ numbers (:func:`load_compiled` rebuilds it in another process, from that process
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -30,7 +29,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from nhfast import _jit, _progress, codegen
+from nhfast import _jit, _keys, _progress, codegen
 from nhfast._abi import (
     ABI_VERSION,
     DERIVE_SYMBOL,
@@ -286,26 +285,14 @@ def c_source(code: Code, name: str) -> str:
 
 @lru_cache(maxsize=1)
 def _generator_fingerprint() -> str:
-    """Hash of the code that writes C (``nhfast/codegen/*.py``, ``_abi``, this module), versions.
-
-    A changed generator (an edited checkout with the same version number) must not be served
-    sources written by the old one.
-    """
-    h = hashlib.sha256()
-    here = Path(__file__)
-    files = sorted(Path(codegen.__file__).parent.glob("*.py")) + [here, here.with_name("_abi.py")]
-    for path in files:
-        h.update(path.name.encode() + b"\0")
-        try:
-            h.update(path.read_bytes())
-        except OSError:
-            h.update(b"unreadable")
+    """:func:`nhfast._keys.code_fingerprint` of the code that writes C (``nhfast/codegen/*.py``,
+    ``_abi``, this module) and the versions of nhfast, its ABI, SymPy, mpmath and Python."""
     import mpmath
 
-    for part in (__version__, f"abi={ABI_VERSION}", sp.__version__, mpmath.__version__):
-        h.update(f"{part}\0".encode())
-    h.update(sys.version.encode())
-    return h.hexdigest()
+    here = Path(__file__)
+    files = sorted(Path(codegen.__file__).parent.glob("*.py")) + [here, here.with_name("_abi.py")]
+    versions = (__version__, f"abi={ABI_VERSION}", sp.__version__, mpmath.__version__, sys.version)
+    return str(_keys.code_fingerprint(files, versions))
 
 
 def source_key(code: Code, name: str) -> str:
@@ -334,11 +321,7 @@ def source_key(code: Code, name: str) -> str:
         kind, digest = "generate_structured_c(unroll=None)", program_digest(code)
     else:
         kind, digest = "generate_c", kernel_set_digest(code)
-    h = hashlib.sha256()
-    for part in ("nhfast-source", _generator_fingerprint(), kind, repr(str(name)), digest):
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest()
+    return _keys.source_key(_generator_fingerprint(), kind, digest, name)
 
 
 def recipe_key(parts: Iterable[str], name: str) -> str:
@@ -360,11 +343,7 @@ def recipe_key(parts: Iterable[str], name: str) -> str:
     str
         A SHA-256 hex digest.
     """
-    h = hashlib.sha256()
-    for part in ("nhfast-recipe", _generator_fingerprint(), repr(str(name)), *parts):
-        h.update(str(part).encode())
-        h.update(b"\0")
-    return h.hexdigest()
+    return _keys.recipe_key(_generator_fingerprint(), parts, name)
 
 
 def _shape(code: Code) -> dict[str, Any]:
@@ -668,12 +647,7 @@ def compile_taylor(
         )
     shape = _shape(code)
     t0 = time.perf_counter()
-    h = hashlib.sha256()
-    parts = ("nhfast-taylor", _generator_fingerprint(), repr(str(name)), taylor_digest(code))
-    for part in (*parts, f"order={order}"):
-        h.update(part.encode())
-        h.update(b"\0")
-    key = h.hexdigest()
+    key = _keys.taylor_key(_generator_fingerprint(), taylor_digest(code), name, order)
     source = _jit.cached_source(key)
     generated = source is None
     if cached_only and (source is None or _jit.loaded_library(source) is None):

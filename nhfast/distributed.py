@@ -33,7 +33,6 @@ a resumed run computes it again).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
 import threading
@@ -44,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from nhfast import _keys
 from nhfast._abi import STATS
 from nhfast._memory import check as check_memory
 from nhfast._validate import output_times, params_rows, positive_int, state_rows
@@ -114,16 +114,9 @@ def _run_chunk(
     names = group["checksums"].attrs["arrays"]
     for name in names:
         group[name][start:stop] = parts[name]
-    group["checksums"][index] = [_digest(parts[name]) for name in names]
+    group["checksums"][index] = [_keys.array_checksum(parts[name]) for name in names]
     group["done"][index] = 1  # last: the chunk counts as written only now
     return None
-
-
-def _digest(a: Any) -> int:
-    """A 63-bit checksum of an array's values (as int64 in the store)."""
-    data = np.ascontiguousarray(np.asarray(a))
-    h = hashlib.blake2b(data.tobytes(), digest_size=8).digest()
-    return int.from_bytes(h, "little") >> 1
 
 
 def _stack_observables(res: IntegrationResult) -> np.ndarray | None:
@@ -134,25 +127,14 @@ def _stack_observables(res: IntegrationResult) -> np.ndarray | None:
 
 # --------------------------------------------------------------------- client side ----
 def system_hash(system: VectorField) -> str:
-    """SHA-256 of what determines the system's trajectories: the C source of its compiled
-    kernels (compiling them if needed), else its pickled symbolic description."""
+    """:func:`nhfast._keys.system_key` of the system: the C source of its compiled kernels
+    (compiling them if needed), else its pickled symbolic description."""
     built = system.compile(("observables",) if system.observables else ())
-    text = built.source.encode() if built.source else pickle.dumps(system)
-    return hashlib.sha256(text).hexdigest()
+    return _keys.system_key(built.source.encode() if built.source else pickle.dumps(system))
 
 
 def _is_dask(a: Any) -> bool:
     return hasattr(a, "to_delayed") and hasattr(a, "chunks") and hasattr(a, "dask")
-
-
-def _token(a: Any) -> str | None:
-    """A short identity of an input array (its bytes' hash; a Dask array's graph name)."""
-    if a is None:
-        return None
-    if _is_dask(a):
-        return f"dask:{a.name}"
-    data = np.ascontiguousarray(a)
-    return f"sha256:{hashlib.sha256(data.tobytes()).hexdigest()}:{data.shape}"
 
 
 def integrate_ensemble(
@@ -291,7 +273,7 @@ def integrate_ensemble(
             **{k: opts.get(k) for k in ("method", "rtol", "atol", "h", "observables")},
             **{k: options.get(k) for k in _RESULT_OPTIONS},
             "n_traj": ntraj, "n_state": n, "chunk": chunk,
-            "x0": _token(x0), "params": _token(params),
+            "x0": _keys.array_token(x0), "params": _keys.array_token(params),
         }  # fmt: skip
         group, todo = _open_for_run(store, resume, system, key, settings, t, obs_names, chunk)
         store = _store_spec(store)
@@ -557,7 +539,7 @@ def _damaged(group: Any, index: int, chunk: int) -> list[str]:
     bad = []
     for name, w in zip(names, want, strict=True):
         try:
-            got = _digest(group[name][sl])
+            got = _keys.array_checksum(group[name][sl])
         except Exception:  # noqa: BLE001 - truncated or emptied chunk: a decompression error
             got = None
         if got != w:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ import numpy as np
 import sympy as sp
 from sympy.core.function import AppliedUndef
 
+from nhfast import _keys
 from nhfast._abi import HAS
 from nhfast._cache import memo, peek
 from nhfast._kernels import (
@@ -819,10 +819,7 @@ class VectorField:
 def _derivation_fingerprint() -> str | None:
     """Hash of this module's code (how the fields derive their kernels), or None if unreadable
     (then no recipe key: a stale source could be served)."""
-    try:
-        return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-    except OSError:
-        return None
+    return _keys.code_fingerprint([Path(__file__)], strict=True)
 
 
 #: Kernel sets as they travel with a pickled field: companions -> (C source, metadata).

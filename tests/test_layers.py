@@ -23,6 +23,7 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     # the compiled core imports nothing of nhfast; _abi reads the kernel ABI from its header
     (0, ("nhfast.errors", "nhfast._validate", "nhfast._cache", "nhfast._version", "nhfast._core")),
     (0, ("nhfast._records", "nhfast._progress", "nhfast._background", "nhfast._memory")),
+    (0, ("nhfast._keys",)),
     (1, ("nhfast._abi", "nhfast._jit")),
     (2, ("nhfast.codegen",)),
     (3, ("nhfast._kernels",)),

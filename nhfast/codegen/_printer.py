@@ -7,7 +7,6 @@ the SymPy input, how to regenerate it, and a legend from C names to the user's s
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from importlib import metadata
@@ -124,37 +123,6 @@ def kernel_head(family: str, symbol: str = "") -> list[str]:
     ]
 
 
-def input_hash(items: Sequence[object]) -> str:
-    """SHA-256 of the SymPy input of a generator.
-
-    ``items`` is a flat sequence of SymPy objects and plain Python values (names, sizes).
-    Expression trees are hashed node by node (``srepr`` of the atoms, the class name of the
-    other nodes), each shared subtree once; a Dummy counts by order of appearance, since
-    its index differs between processes.
-    """
-    memo: dict[int, str] = {}
-    dummies: dict[sp.Dummy, int] = {}
-
-    def digest(e: sp.Basic) -> str:
-        d = memo.get(id(e))
-        if d is None:
-            if e.args:
-                text = f"{type(e).__name__}({','.join(digest(a) for a in e.args)})"
-            elif isinstance(e, sp.Dummy):
-                k = dummies.setdefault(e, len(dummies))
-                text = f"Dummy#{k}({e.name!r}, {sorted(e.assumptions0.items())})"
-            else:
-                text = sp.srepr(e)
-            d = memo[id(e)] = hashlib.sha256(text.encode()).hexdigest()
-        return d
-
-    h = hashlib.sha256()
-    for item in items:
-        h.update((digest(item) if isinstance(item, sp.Basic) else repr(item)).encode())
-        h.update(b"\0")
-    return h.hexdigest()
-
-
 def _version(dist: str) -> str:
     try:
         return metadata.version(dist)
@@ -186,7 +154,7 @@ def banner(
     regenerate : str
         How to get the file again.
     digest : str
-        :func:`input_hash` of the SymPy input.
+        :func:`nhfast._keys.expression_digest` of the SymPy input.
     legend : sequence of (str, object)
         C name (``"nh_x0 = x[0]"``) and the user's symbol it stands for.
     provenance : mapping, optional

@@ -20,11 +20,11 @@ from nhfast._abi import (
     RHS_DERIVED_SYMBOL,
     SYMBOL,
 )
+from nhfast._keys import expression_digest
 from nhfast.codegen._printer import (
     CPrinter,
     banner,
     info_table,
-    input_hash,
     kernel_head,
     preamble,
 )
@@ -363,7 +363,7 @@ def kernel_set_digest(ks: KernelSet) -> str:
     Cheap next to :func:`generate_c` (no CSE, no printing): a cache of generated sources
     can be keyed on it.
     """
-    return input_hash(_input(ks))
+    return expression_digest(_input(ks))
 
 
 def generate_c(ks: KernelSet, provenance: Mapping[str, object] | None = None) -> str:

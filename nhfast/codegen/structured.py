@@ -23,11 +23,11 @@ from dataclasses import dataclass
 import sympy as sp
 
 from nhfast._abi import SYMBOL
+from nhfast._keys import expression_digest
 from nhfast.codegen._printer import (
     CPrinter,
     banner,
     info_table,
-    input_hash,
     kernel_head,
     preamble,
 )
@@ -744,7 +744,7 @@ def program_digest(prog: IndexedProgram, unroll: bool | None = None) -> str:
     ``unroll`` as in :func:`generate_structured_c`. Cheap next to generating the source: a
     cache of generated sources can be keyed on it.
     """
-    return input_hash(_input(prog, _shape(prog, unroll)))
+    return expression_digest(_input(prog, _shape(prog, unroll)))
 
 
 def generate_structured_c(
@@ -791,7 +791,7 @@ def generate_structured_c(
             generator="nhfast.codegen.generate_structured_c",
             regenerate="nhfast.codegen.generate_structured_c(program), e.g. through the "
             "system's compile()",
-            digest=input_hash(_input(prog, shape)),
+            digest=expression_digest(_input(prog, shape)),
             legend=_legend(prog),
             provenance=provenance,
             details=f"Structured kernels ({shape}): n = {prog.n}, "

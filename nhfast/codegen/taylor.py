@@ -29,7 +29,8 @@ from dataclasses import dataclass
 import sympy as sp
 
 from nhfast._abi import TAYLOR_MAX_ORDER
-from nhfast.codegen._printer import CPrinter, banner, input_hash, preamble
+from nhfast._keys import expression_digest
+from nhfast.codegen._printer import CPrinter, banner, preamble
 from nhfast.codegen.ckernels import KernelSet, kernel_set_digest
 from nhfast.codegen.indexed import IndexedProgram
 from nhfast.codegen.structured import program_digest
@@ -1431,8 +1432,8 @@ def _render(tape: _Tape, states: list[tuple[_Val, int]], n_state: int, n_par: in
 def taylor_digest(code: KernelSet | IndexedProgram) -> str:
     """SHA-256 of what the Taylor kernel of ``code`` depends on (the ``rhs`` and its solves)."""
     if isinstance(code, IndexedProgram):
-        return input_hash(["taylor", "program", program_digest(code)])
-    return input_hash(["taylor", "kernel_set", kernel_set_digest(code)])
+        return expression_digest(["taylor", "program", program_digest(code)])
+    return expression_digest(["taylor", "kernel_set", kernel_set_digest(code)])
 
 
 def generate_taylor_c(

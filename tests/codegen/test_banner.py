@@ -12,8 +12,8 @@ from references.veselova_hand import veselova_program
 
 import nhfast as nh
 from nhfast import _jit
+from nhfast._keys import expression_digest as input_hash
 from nhfast.codegen import KernelSet, generate_c, generate_structured_c
-from nhfast.codegen._printer import input_hash
 
 
 def _banner(src: str) -> str:
