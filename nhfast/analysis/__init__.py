@@ -14,7 +14,8 @@ Submodules, each with one job:
   conformal closedness, the Hamiltonised flow (Htilde, symplecticity, orbits).
 * :mod:`~nhfast.analysis.drift` -- energy error and constraint residual of a run.
 * :mod:`~nhfast.analysis.vakonomic_flow` -- vakonomic flows and NH/VAK side by side.
-* :mod:`~nhfast.analysis.nh_vs_vak` -- is a nonholonomic trajectory vakonomic (and back).
+* :mod:`~nhfast.analysis.nh_vs_vak` -- is a nonholonomic trajectory vakonomic
+  (``nonholonomic_is_vakonomic``, its routes an argument), and back.
 * :mod:`~nhfast.analysis.report` -- text table, JSON, PNG plots of a :class:`Report`.
 
 The names below are loaded on first use, so importing this package stays cheap.
@@ -49,6 +50,7 @@ _LAZY = {
     "integrate_vakonomic": "vakonomic_flow",
     "integrate_nonholonomic": "vakonomic_flow",
     "compare_nonholonomic_vakonomic": "vakonomic_flow",
+    "nonholonomic_is_vakonomic": "nh_vs_vak",
     "render_text": "report",
     "write_report": "report",
     "read_json": "report",
@@ -72,6 +74,7 @@ __all__ = [
     "constraint_residual",
     "integrate_vakonomic",
     "compare_nonholonomic_vakonomic",
+    "nonholonomic_is_vakonomic",
     "write_report",
     "read_json",
 ]

@@ -21,6 +21,7 @@ Symbols and signs: :mod:`nhfast.symbolic.vakonomic.nh_vs_vak` (the convention of
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,8 @@ from nhfast.analysis.result import Check
 from nhfast.integrate import integrate
 from nhfast.symbolic.vakonomic import NonholonomicData, is_integrable, nonholonomic_data
 from nhfast.symbolic.vakonomic._forms import INTEGRABLE_NOTE, check_system
+from nhfast.symbolic.vakonomic.consistency import consistency_test, restriction_test
+from nhfast.symbolic.vakonomic.nh_vs_vak import vakonomic_test
 from nhfast.vectorfield import VectorField
 
 __all__: list[str] = []
@@ -480,3 +483,93 @@ def vakonomic_is_nonholonomic_check(
         figures={"lanes": lanes, "max |condition|": float(worst.max()), "integrable": integ},
         samples={"max |condition|": worst, "nonholonomic": ok},
     )
+
+
+#: The routes of :func:`nonholonomic_is_vakonomic`: name -> the evidence it gives.
+ROUTES: dict[str, str] = {
+    "coordinates": "symbolic, for every trajectory: the multiplier conditions of J-R 2019 "
+    "Sec. 2.7 / Thm. 4.8(c) propagated along the NH flow until their rank stops growing",
+    "frame": "symbolic, sufficient: strong consistency of a multiplier section in an adapted "
+    "frame (Crampin & Mestdag 2010, Cor. 1); default section the Chaplygin momenta",
+    "restriction": "symbolic, sufficient: the frame route and, independently, the "
+    "Euler-Lagrange expressions of L - Phi_a v^a on the NH motions (Mestdag & Crampin 2010, "
+    "Prop. 2)",
+    "trajectories": "numeric, per trajectory: NH flow and multiplier ODE integrated in one "
+    "batch, the condition KE^T mu(t) = 0 solved for mu(0) by least squares over the output "
+    "times (J-R 2019 Sec. 2.7, Lemma 4.10)",
+}
+
+
+def _route_call(route: str) -> Any:
+    def trajectories(system: Any, tol: float = 1e-7, **options: Any) -> Check:
+        return vakonomic_check(run_nonholonomic(system, **options), tol=tol)
+
+    calls = {
+        "coordinates": vakonomic_test,
+        "frame": consistency_test,
+        "restriction": restriction_test,
+        "trajectories": trajectories,
+    }
+    return calls[route], (run_nonholonomic if route == "trajectories" else calls[route])
+
+
+def nonholonomic_is_vakonomic(system: Any, route: str = "coordinates", **options: Any) -> Check:
+    """Is (every) nonholonomic motion of ``system`` vakonomic?  One question, several routes.
+
+    Seed 000 (Jozwikowski & Respondek 2019) asks (Q1): is every NH trajectory a VAK one, for
+    some multipliers?  The routes answer it with different evidence:
+
+    ``"coordinates"`` (default)
+        Symbolic, decides for every trajectory. ``options``: ``subs`` (parameter relations,
+        e.g. ``{l: 0}``), ``data``, ``points``.
+    ``"frame"``
+        Symbolic and sufficient: strong consistency of a multiplier section (Crampin &
+        Mestdag 2010, Cor. 1). ``options``: ``section``, ``complement``, ``subs``, ``fd``.
+        ``holds`` False says only that this section does not work.
+    ``"restriction"``
+        As ``"frame"``, confirmed by the Euler-Lagrange expressions of ``L - Phi_a v^a`` on
+        the NH motions (Mestdag & Crampin 2010, Prop. 2). ``options``: as ``"frame"`` and
+        ``velocities``.
+    ``"trajectories"``
+        Numeric, per trajectory of a batch (compiled core). ``options``: ``x0`` (``(q, v)``,
+        ``v`` the quasi-velocities of ``system.frame``), ``t_eval``, ``params``, ``method``,
+        ``rtol``, ``atol``, ``threads``, ``data`` and ``tol`` (the verdict's threshold).
+
+    The integral criterion of Thm. 4.8(b) concerns one generator pair along one trajectory:
+    :func:`nhfast.symbolic.vakonomic.integral_criterion`. The converse question (is a VAK
+    motion NH?) is :func:`nhfast.symbolic.vakonomic.vakonomic_is_nonholonomic`.
+
+    Parameters
+    ----------
+    system : NonholonomicSystem
+        With constraint 1-forms and a frame of D.
+    route : str
+        One of :data:`ROUTES`.
+    **options
+        The route's own arguments, listed above.
+
+    Returns
+    -------
+    Check
+        ``holds`` and ``statement``; a symbolic route returns a
+        :class:`~nhfast.symbolic.vakonomic.SymbolicVerdict` (conditions, obstruction, and
+        ``data["multiplier"]`` where found), the numeric route per-trajectory ``samples``
+        (``residual``, ``mu0``, ``vakonomic``).
+
+    Raises
+    ------
+    ValueError
+        For an unknown route.
+    TypeError
+        For an option the route does not take (the message lists the ones it does).
+    """
+    if not isinstance(route, str) or route not in ROUTES:
+        raise ValueError(f"route must be one of {sorted(ROUTES)}, got {route!r}")
+    call, signature_of = _route_call(route)
+    takes = [p for p in inspect.signature(signature_of).parameters if p != "system"]
+    if route == "trajectories":
+        takes.append("tol")
+    unknown = sorted(set(options) - set(takes))
+    if unknown:
+        raise TypeError(f"route {route!r} takes the options {takes}; got {unknown}")
+    return call(system, **options)
