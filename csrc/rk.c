@@ -472,19 +472,14 @@ NH_CLONES int nh_run_adaptive(nh_block *b) {
                     nh_store(b, l, b->kout[l]);
                     b->kout[l] += 1;
                 }
-                if (b->kout[l] >= b->nt) {
-                    nh_retire(b, l);
-                    ++idle;
-                    continue;
-                }
             } else if (hit[l] == 2) {
                 nh_store(b, l, b->kout[l]);
                 b->kout[l] += 1;
-                if (b->kout[l] >= b->nt) {
-                    nh_retire(b, l);
-                    ++idle;
-                    continue;
-                }
+            }
+            if ((dense || hit[l] == 2) && b->kout[l] >= b->nt) {
+                nh_retire(b, l);
+                ++idle;
+                continue;
             }
             if (iasti[l] >= NH_STIFF_POSITIVES) {
                 nh_fail(b, l, NH_LANE_STIFF);

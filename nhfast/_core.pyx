@@ -283,18 +283,26 @@ cdef int _team_size(object threads, int64_t items) except -1:
     return <int>max(1, min(t, items, most))
 
 
+cdef object _capsule(size_t address, const char *name, str what):
+    if address == 0:
+        raise ValueError(f"{what} address is NULL")
+    return PyCapsule_New(<void *>address, name, NULL)
+
+
+cdef void *_pointer(object capsule, const char *name, str what) except NULL:
+    if not PyCapsule_IsValid(capsule, name):
+        raise TypeError(f"expected a capsule named {name.decode()!r} (a {what} of ABI version "
+                        f"{NH_ABI_VERSION}), got {capsule!r}")
+    return PyCapsule_GetPointer(capsule, name)
+
+
 def kernel_capsule(size_t address):
     """Wrap the address of a C kernel (``nh_kernel_fn``) in a signature-named capsule."""
-    if address == 0:
-        raise ValueError("kernel address is NULL")
-    return PyCapsule_New(<void *>address, _CAPSULE_NAME, NULL)
+    return _capsule(address, _CAPSULE_NAME, "kernel")
 
 
 cdef nh_kernel_fn _unwrap(object capsule) except NULL:
-    if not PyCapsule_IsValid(capsule, _CAPSULE_NAME):
-        raise TypeError("expected a capsule named 'nh_kernel_fn' (a kernel of ABI version "
-                        f"{NH_ABI_VERSION}), got {capsule!r}")
-    return <nh_kernel_fn>PyCapsule_GetPointer(capsule, _CAPSULE_NAME)
+    return <nh_kernel_fn>_pointer(capsule, _CAPSULE_NAME, "kernel")
 
 
 def taylor_order(int64_t order, double rtol, double atol):
@@ -306,16 +314,11 @@ def taylor_order(int64_t order, double rtol, double atol):
 
 def taylor_capsule(size_t address):
     """Wrap the address of a C Taylor kernel (``nh_taylor_fn``) in a signature-named capsule."""
-    if address == 0:
-        raise ValueError("Taylor kernel address is NULL")
-    return PyCapsule_New(<void *>address, _TAYLOR_CAPSULE_NAME, NULL)
+    return _capsule(address, _TAYLOR_CAPSULE_NAME, "Taylor kernel")
 
 
 cdef nh_taylor_fn _unwrap_taylor(object capsule) except NULL:
-    if not PyCapsule_IsValid(capsule, _TAYLOR_CAPSULE_NAME):
-        raise TypeError("expected a capsule named 'nh_taylor_fn' (a Taylor kernel of ABI "
-                        f"version {NH_ABI_VERSION}), got {capsule!r}")
-    return <nh_taylor_fn>PyCapsule_GetPointer(capsule, _TAYLOR_CAPSULE_NAME)
+    return <nh_taylor_fn>_pointer(capsule, _TAYLOR_CAPSULE_NAME, "Taylor kernel")
 
 
 # ------------------------------------------------------------ NumPy-backend kernels ----

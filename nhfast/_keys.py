@@ -203,59 +203,22 @@ def library_key(source: str, headers: dict[str, bytes], toolchain: Iterable[str]
 
 
 def system_key(description: bytes) -> str:
-    """Key of what determines a system's trajectories: the C of its kernels, else its pickle.
-
-    Parameters
-    ----------
-    description : bytes
-
-    Returns
-    -------
-    str
-    """
+    """Key of what determines a system's trajectories: the C of its kernels, else its pickle."""
     return hashlib.sha256(description).hexdigest()
 
 
 def bytes_checksum(data: bytes) -> str:
-    """SHA-256 of stored bytes (a library, a source), checked when they are read back.
-
-    Parameters
-    ----------
-    data : bytes
-
-    Returns
-    -------
-    str
-    """
+    """SHA-256 of stored bytes (a library, a source), checked when they are read back."""
     return hashlib.sha256(data).hexdigest()
 
 
 def short_digest(text: str, digits: int = 16) -> str:
-    """The first ``digits`` hex digits of the SHA-256 of ``text`` (names, not security).
-
-    Parameters
-    ----------
-    text : str
-    digits : int
-
-    Returns
-    -------
-    str
-    """
+    """The first ``digits`` hex digits of the SHA-256 of ``text`` (names, not security)."""
     return hashlib.sha256(text.encode()).hexdigest()[:digits]
 
 
 def array_checksum(a: Any) -> int:
-    """A 63-bit checksum of an array's values (it fits an int64 in a store).
-
-    Parameters
-    ----------
-    a : array_like
-
-    Returns
-    -------
-    int
-    """
+    """A 63-bit checksum of an array's values (it fits an int64 in a store)."""
     data = np.ascontiguousarray(np.asarray(a))
     h = hashlib.blake2b(data.tobytes(), digest_size=8).digest()
     return int.from_bytes(h, "little") >> 1
