@@ -14,7 +14,6 @@ integrates the variational equations ``M' = DX M`` and compares ``log |det M(t)|
 
 Example
 -------
->>> import numpy as np
 >>> from nhfast.systems import veselova
 >>> from nhfast.analysis.sampling import as_vector_field, sample_box
 >>> from nhfast.analysis.measure import check_measure
@@ -217,7 +216,7 @@ class LogTerm:
                 f"LogTerm {self.label}: no exact derivative rule on {vf.name!r} (a callable, "
                 "or a program statement without a tangent rule); use derivative='auto'"
             )
-        return _along_by_differences(lambda y: self.values(vf, y, par), x, f)
+        return derivative_along(lambda y: self.values(vf, y, par), x, f)
 
 
 class LogDensity:
@@ -295,15 +294,178 @@ class LogDensity:
         return sum(c * t.along(vf, x, par, f) for c, t in self.terms)  # type: ignore[return-value]
 
 
-def _along_by_differences(fn: Callable, x: np.ndarray, f: np.ndarray) -> np.ndarray:
-    """Fourth-order central difference of ``fn`` along ``f`` (see :class:`LogTerm`)."""
-    speed = np.linalg.norm(f, axis=1)
-    h = np.where(speed > 0, 1e-3 * (1.0 + np.linalg.norm(x, axis=1)) / np.maximum(speed, 1e-300), 0)
-    d = h[:, None] * f
-    vals = [fn(x + k * d) for k in (-2, -1, 1, 2)]
+# ------------------------------------------------------------ finite differences ----
+
+#: Relative step of the fourth-order central differences of functions of the state.
+DIFFERENCE_STEP = 1e-3
+
+
+def _per_row(h: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``h`` of shape (k,) broadcast against values ``v`` of shape (k, ...)."""
+    return h.reshape(h.shape + (1,) * (np.ndim(v) - 1))
+
+
+def _central4(v: list[np.ndarray], h: np.ndarray) -> np.ndarray:
+    """``(f(-2h) - 8 f(-h) + 8 f(h) - f(2h)) / 12h`` from the values ``v`` at ``-2, -1, 1, 2``."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = (vals[0] - 8 * vals[1] + 8 * vals[2] - vals[3]) / (12 * h)
-    return np.where(speed > 0, out, 0.0)
+        return np.asarray((v[0] - 8 * v[1] + 8 * v[2] - v[3]) / (12 * _per_row(h, v[0])))
+
+
+def derivative_along(
+    fn: Callable[[np.ndarray], np.ndarray],
+    x: np.ndarray,
+    f: np.ndarray,
+    step: float = DIFFERENCE_STEP,
+) -> np.ndarray:
+    """``X[fn]`` at the rows ``x``: fourth-order central difference along the field values ``f``.
+
+    ``X[fn](x) ~ (fn(x - 2hX) - 8 fn(x - hX) + 8 fn(x + hX) - fn(x + 2hX)) / 12h`` with
+    ``h |X| = step (1 + |x|)`` (truncation ``O(step^4)``, about ``1e-12`` at the default).  The
+    points ``x +- hX`` leave a constraint manifold at second order, so ``fn`` must be defined
+    near it.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(y) -> values`` for states ``y`` of shape (k, n) (row ``i`` a point near
+        ``x[i]``); values of shape (k,) or (k, ...).
+    x : ndarray, shape (k, n)
+        The states.
+    f : ndarray, shape (k, n)
+        The field ``X`` at ``x``.
+    step : float
+        Relative step.
+
+    Returns
+    -------
+    ndarray, shape of ``fn(x)``
+        The derivative; zero on rows where ``X = 0``.
+    """
+    x = np.asarray(x, dtype=float)
+    f = np.asarray(f, dtype=float)
+    speed = np.linalg.norm(f, axis=1)
+    scale = step * (1.0 + np.linalg.norm(x, axis=1)) / np.maximum(speed, 1e-300)
+    h = np.where(speed > 0, scale, 0.0)
+    d = h[:, None] * f
+    out = _central4([np.asarray(fn(x + j * d), dtype=float) for j in (-2, -1, 1, 2)], h)
+    return np.where(_per_row(speed > 0, out), out, 0.0)
+
+
+def jacobian_by_differences(
+    fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray, step: float = DIFFERENCE_STEP
+) -> np.ndarray:
+    """Jacobian of ``fn`` at the rows ``x`` by fourth-order central differences.
+
+    Column ``j`` is ``(fn(x - 2h e_j) - 8 fn(x - h e_j) + 8 fn(x + h e_j) - fn(x + 2h e_j))
+    / 12h`` with ``h = step (1 + |x|)`` per row: ``4 n`` calls of ``fn``.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(y) -> values`` for states ``y`` of shape (k, n) (row ``i`` a point near
+        ``x[i]``); values of shape (k,) (the Jacobian is then the gradient) or (k, ...).
+    x : ndarray, shape (k, n)
+        The states.
+    step : float
+        Relative step.
+
+    Returns
+    -------
+    ndarray, shape (k, ..., n)
+        ``d fn(x)[i, ...] / d x_j`` in the last axis.
+    """
+    x = np.asarray(x, dtype=float)
+    h = step * (1.0 + np.linalg.norm(x, axis=1))
+    cols = []
+    for j in range(x.shape[1]):
+        d = np.zeros_like(x)
+        d[:, j] = h
+        cols.append(_central4([np.asarray(fn(x + s * d), dtype=float) for s in (-2, -1, 1, 2)], h))
+    if not cols:
+        return np.zeros((x.shape[0], 0))
+    return np.stack(cols, axis=-1)
+
+
+def divergence_by_differences(
+    fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray, step: float = DIFFERENCE_STEP
+) -> np.ndarray:
+    """``div X = trace DX`` at the rows ``x``, from :func:`jacobian_by_differences`.
+
+    Parameters
+    ----------
+    fn, x, step
+        As for :func:`jacobian_by_differences`; ``fn`` is the field (values of shape (k, n)).
+
+    Returns
+    -------
+    ndarray, shape (k,)
+    """
+    return np.asarray(np.trace(jacobian_by_differences(fn, x, step), axis1=-2, axis2=-1))
+
+
+def hamiltonised_fields(
+    rhs: Callable[[np.ndarray], np.ndarray],
+    phi: Callable[[np.ndarray], np.ndarray],
+    energy: Callable[[np.ndarray], np.ndarray],
+    x: np.ndarray,
+    step: float = DIFFERENCE_STEP,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The tau-field of ``x' = X`` on ``T*S^{n-1}`` and the Hamiltonian field of ``Htilde``.
+
+    For states ``x = (gamma, m)`` in ``R^2n`` with ``|gamma| = 1``, ``gamma . m = 0``, the
+    rescaling ``mtilde = exp(phi) m``, ``dt = exp(-phi) dtau`` (García-Naranjo & Marrero 2020,
+    Thm 3.21) gives the tau-field ``Y = (exp(-phi) gammadot, mdot + X[phi] m)`` in
+    ``(gamma, mtilde)``; ``Z`` is the Hamiltonian field of ``Htilde(gamma, mtilde) =
+    E(gamma, exp(-phi) mtilde)`` on ``T*S^{n-1}`` (Dirac bracket of ``|gamma|^2 = 1``,
+    ``gamma . mtilde = 0`` in ``T*R^n``)::
+
+        gamma' = P_gamma dH/dm,   m' = -dH/dgamma + (gamma . dH/dgamma - m . dH/dm) gamma
+                                        + (gamma . dH/dm) m
+
+    ``Y = Z`` iff the system is Hamiltonised by ``phi``.  ``X[phi]`` by
+    :func:`derivative_along`, ``dHtilde`` by :func:`jacobian_by_differences`.
+
+    Parameters
+    ----------
+    rhs : callable
+        ``X``: states (k, 2n) -> (k, 2n).
+    phi : callable
+        States (k, 2n) -> (k,).
+    energy : callable
+        ``E``: states (k, 2n) -> (k,).
+    x : ndarray, shape (k, 2n)
+        States on the constraint manifold.
+    step : float
+        Relative step of the differences.
+
+    Returns
+    -------
+    Y, Z : ndarray, shape (k, 2n)
+        Both in the coordinates ``(gamma, mtilde)`` at the images of ``x``.
+    """
+    x = np.asarray(x, dtype=float)
+    n = x.shape[1] // 2
+
+    def htilde(states: np.ndarray) -> np.ndarray:
+        back = states.copy()
+        back[..., n:] *= np.exp(-phi(states))[..., None]
+        return np.asarray(energy(back))
+
+    X = np.asarray(rhs(x), dtype=float)
+    ph = phi(x)
+    g, m = x[:, :n], x[:, n:]
+    Y = np.hstack(
+        [np.exp(-ph)[:, None] * X[:, :n], X[:, n:] + derivative_along(phi, x, X, step)[:, None] * m]
+    )
+    y = np.hstack([g, np.exp(ph)[:, None] * m])
+    grad = jacobian_by_differences(htilde, y, step)
+    hg, hm, mt = grad[:, :n], grad[:, n:], y[:, n:]
+
+    def dot(u: np.ndarray, w: np.ndarray) -> np.ndarray:
+        return np.asarray(np.sum(u * w, axis=1, keepdims=True))
+
+    Z = np.hstack([hm - dot(g, hm) * g, -hg + (dot(g, hg) - dot(mt, hm)) * g + dot(g, hm) * mt])
+    return Y, Z
 
 
 def _tangent_observables(vf: VectorField) -> tuple[Any, list[str]] | None:
@@ -387,45 +549,91 @@ def _evaluation_field(vf: VectorField) -> tuple[VectorField, int]:
     return vf, 0
 
 
-def _evaluate(vf: VectorField, family: str, x: np.ndarray, par: np.ndarray) -> np.ndarray:
+def _evaluate(
+    vf: VectorField, family: str, x: np.ndarray, par: Any, threads: int = 1
+) -> np.ndarray:
+    """Kernel ``family`` of :func:`_evaluation_field` at states ``x`` (..., n_state): for the
+    Liouville field, ``ell = 0`` appended and its rhs row ``div X`` kept (last)."""
     ef, pad = _evaluation_field(vf)
     if pad:
-        x = np.concatenate([x, np.zeros((x.shape[0], pad))], axis=1)
+        x = np.concatenate([x, np.zeros((*x.shape[:-1], pad))], axis=-1)
     if isinstance(ef, StructuredVectorField):
         cs = ef.compile()
     else:
         cs = ef.compile((family,) if family != "rhs" else ())
-    return cs.evaluate(family, x, params=par if vf.n_params else None)
+    return np.asarray(cs.evaluate(family, x, params=par if vf.n_params else None, threads=threads))
+
+
+def kernel_values(
+    vf: VectorField, family: str, x: Any, par: Any = None, threads: int = 1
+) -> np.ndarray:
+    """A generated kernel family of ``vf`` at states ``x``.
+
+    A structured field is evaluated through the library of its Liouville field
+    (:func:`liouville_field`: one library for the field, its divergence, its observables and
+    the integration with ``ell``) where it has one.
+
+    Parameters
+    ----------
+    vf : VectorField
+    family : str
+        ``"rhs"``, ``"observables"``, ``"divergence"`` (a family the field generates).
+    x : array_like, shape (..., n_state)
+        The states.
+    par : array_like, optional
+        Parameters: shape (n_params,) for every state, or one row per state.
+    threads : int
+
+    Returns
+    -------
+    ndarray, shape (..., n_out)
+        The kernel's outputs (for ``"rhs"``: ``X(x)``, shape (..., n_state)).
+    """
+    x = np.asarray(x, dtype=float)
+    out = _evaluate(vf, family, x, par, threads)
+    return out[..., : vf.n_state] if family == "rhs" else out
+
+
+def expression_values(vf: VectorField, exprs: Any, x: Any, par: Any = None) -> np.ndarray:
+    """SymPy expressions in the states and params of ``vf`` at the rows ``x`` (NumPy rows, no
+    compilation).
+
+    Parameters
+    ----------
+    vf : VectorField
+    exprs : sequence of sympy.Expr
+    x : array_like, shape (k, n_state)
+    par : array_like, shape (n_params,) or (k, n_params), optional
+
+    Returns
+    -------
+    ndarray, shape (k, len(exprs))
+    """
+    x = np.atleast_2d(np.asarray(x, dtype=float))
+    par = np.zeros((1, 0)) if par is None else np.atleast_2d(np.asarray(par, dtype=float))
+    return np.asarray(numpy_rows([*vf.states, *vf.params], list(exprs))(x, par))
 
 
 def field_values(vf: VectorField, x: Any, par: Any) -> np.ndarray:
     """``X(x)`` at the rows ``x`` (compiled kernel)."""
     x = np.atleast_2d(np.asarray(x, dtype=float))
     par = np.asarray(par, dtype=float).reshape(x.shape[0], -1)
-    return _evaluate(vf, "rhs", x, par)[:, : vf.n_state]
+    return kernel_values(vf, "rhs", x, par)
 
 
 def divergence_values(vf: VectorField, x: Any, par: Any) -> np.ndarray:
     """``div X`` at the rows ``x``: generated (see :func:`divergence_field`), or, for programs
-    without a trace rule, the trace of fourth-order central differences of ``X`` (``2 n_state``
+    without a trace rule, :func:`divergence_by_differences` of ``X`` (``4 n_state``
     evaluations per row at ``h = 1e-3 (1 + |x|)``; about ``1e-11`` relative)."""
     x = np.atleast_2d(np.asarray(x, dtype=float))
     par = np.asarray(par, dtype=float).reshape(x.shape[0], -1)
     p = par if vf.n_params else None
-    ef, pad = _evaluation_field(vf)
+    _, pad = _evaluation_field(vf)
     if pad:
         return _evaluate(vf, "rhs", x, par)[:, vf.n_state]
     if not isinstance(vf, StructuredVectorField):
         return vf.compile(("divergence",)).evaluate("divergence", x, params=p)[:, 0]
-    h = 1e-3 * (1.0 + np.linalg.norm(x, axis=1))
-    out = np.zeros(x.shape[0])
-    for k in range(vf.n_state):
-        e = np.zeros(vf.n_state)
-        e[k] = 1.0
-        d = h[:, None] * e
-        v = [field_values(vf, x + j * d, par)[:, k] for j in (-2, -1, 1, 2)]
-        out += (v[0] - 8 * v[1] + 8 * v[2] - v[3]) / (12 * h)
-    return out
+    return divergence_by_differences(lambda y: field_values(vf, y, par), x)
 
 
 def constraint_values(vf: VectorField, x: Any, par: Any) -> dict[str, np.ndarray]:
@@ -526,15 +734,12 @@ def flow_jacobian(
 
 def _gradients(vf: VectorField, x: np.ndarray, par: np.ndarray) -> np.ndarray:
     """``dF/dx`` of the constraint functions, shape (k, c, n): fourth-order differences."""
-    n = vf.n_state
-    out = []
-    h = 1e-3 * (1.0 + np.linalg.norm(x, axis=1))
-    for j in range(n):
-        d = np.zeros_like(x)
-        d[:, j] = h
-        v = [np.array(list(constraint_values(vf, x + s * d, par).values())) for s in (-2, -1, 1, 2)]
-        out.append((v[0] - 8 * v[1] + 8 * v[2] - v[3]) / (12 * h))
-    return np.transpose(np.array(out), (2, 1, 0)) if out else np.zeros((x.shape[0], 0, n))
+
+    def constraints(y: np.ndarray) -> np.ndarray:
+        vals = list(constraint_values(vf, y, par).values())
+        return np.stack(vals, axis=1) if vals else np.zeros((y.shape[0], 0))
+
+    return jacobian_by_differences(constraints, x).reshape(x.shape[0], -1, vf.n_state)
 
 
 def manifold_log_det(
@@ -669,23 +874,11 @@ def flow_map_determinant(
     vf = as_vector_field(system)
     x0, par = validate_states(vf, x0, params, "x0")
     T = positive(t, "t")
-    k, n = x0.shape
-    h = float(step) * (1.0 + np.linalg.norm(x0, axis=1))
-    dirs = np.concatenate([np.eye(n), -np.eye(n)])  # (2n, n)
-    y0 = (x0[:, None, :] + h[:, None, None] * dirs[None]).reshape(k * 2 * n, n)
-    y0 = np.concatenate([x0, y0])
-    p = np.concatenate([par, np.repeat(par, 2 * n, axis=0)]) if vf.n_params else None
     kw = dict(method=method, rtol=rtol, atol=atol, threads=threads)
-    try:
-        lf, pad = liouville_field(vf), 1
-    except NotImplementedError:
-        lf, pad = vf, 0
-    y0 = np.concatenate([y0, np.zeros((y0.shape[0], pad))], axis=1)
-    res = integrate(lf, y0, np.array([0.0, T]), params=p, observables=False, **kw)
-    ell = res.y[:k, -1, n] if pad else np.full(k, np.nan)
-    xt = res.y[:k, -1, :n]
-    ends = res.y[k:, -1, :n].reshape(k, 2, n, n)  # (k, sign, j, state)
-    M = np.swapaxes((ends[:, 0] - ends[:, 1]) / (2 * h[:, None, None]), 1, 2)
+    x, ell, M = _differenced_flow(
+        vf, x0, np.array([0.0, T]), par, float(step), 2, kw, liouville=True
+    )
+    xt, ell, M = x[:, -1], ell[:, -1], M[:, -1]
     sign, amb = np.linalg.slogdet(M)
     amb = np.where(sign != 0, amb, -np.inf)
     ld, tr = manifold_log_det(vf, x0, xt, M, par)
@@ -695,6 +888,126 @@ def flow_map_determinant(
         both = logrho(np.stack([x0, xt], axis=1), np.array([0.0, T]), par)
         defect = ld + both[:, 1] - both[:, 0]
     return FlowMapDeterminant(T, x0, xt, ld, amb, tr, defect, float(step), ell)
+
+
+def _differenced_flow(
+    vf: VectorField,
+    x0: np.ndarray,
+    times: np.ndarray,
+    par: np.ndarray,
+    step: float,
+    order: int,
+    kw: dict[str, Any],
+    liouville: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The flow of ``vf`` from ``x0`` and its Jacobian by central differences of the flow.
+
+    One batch integrates ``x0`` and ``x0 + j h e_i`` (``h = step (1 + |x0|)``; ``j = +-1`` for
+    ``order`` 2, ``+-1, +-2`` for ``order`` 4); with ``liouville``, through
+    :func:`liouville_field` where it exists (``ell`` from the unperturbed rows).
+
+    Returns
+    -------
+    x : ndarray, shape (k, n_t, n)
+        The unperturbed trajectories.
+    ell : ndarray, shape (k, n_t)
+        Liouville's integral along them (NaN without a Liouville field).
+    M : ndarray, shape (k, n_t, n, n)
+        ``DPhi_t(x0)``.
+    """
+    if order not in (2, 4):
+        raise ValueError(f"order must be 2 or 4, got {order!r}")
+    k, n = x0.shape
+    offsets = (-1, 1) if order == 2 else (-2, -1, 1, 2)
+    h = step * (1.0 + np.linalg.norm(x0, axis=1))
+    dirs = np.concatenate([j * np.eye(n) for j in offsets])  # (len(offsets) n, n)
+    y0 = np.concatenate([x0, (x0[:, None, :] + h[:, None, None] * dirs[None]).reshape(-1, n)])
+    rep = len(dirs)
+    p = np.concatenate([par, np.repeat(par, rep, axis=0)]) if vf.n_params else None
+    field, pad = vf, 0
+    if liouville:
+        try:
+            field, pad = liouville_field(vf), 1
+        except NotImplementedError:
+            pass
+    y0 = np.concatenate([y0, np.zeros((y0.shape[0], pad))], axis=1)
+    res = integrate(field, y0, times, params=p, observables=False, **kw)
+    ell = res.y[:k, :, n] if pad else np.full((k, times.size), np.nan)
+    ends = res.y[k:, :, :n].reshape(k, len(offsets), n, times.size, n)  # (k, j, i, t, state)
+    v = [ends[:, m] for m in range(len(offsets))]
+    D = _central4(v, h) if order == 4 else (v[1] - v[0]) / (2 * _per_row(h, v[0]))
+    return res.y[:k, :, :n], ell, np.transpose(D, (0, 2, 3, 1))  # M: (k, t, state, i)
+
+
+def flow_log_det_by_differences(
+    system: Any,
+    x0: Any,
+    t: Any,
+    params: Any = None,
+    *,
+    step: float = 1e-4,
+    order: int = 4,
+    **options: Any,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Ambient ``log |det DPhi_t(x0)|`` by central differences of the flow (no divergence).
+
+    The flow's Jacobian from ``order n_state`` perturbed trajectories per initial state (the
+    code of :func:`flow_map_determinant`): truncation ``O(step^order)`` plus the integration
+    error over the step, ``O(rtol / step)``.
+
+    Parameters
+    ----------
+    system, x0, t, params
+        As for :func:`flow_jacobian`.
+    step : float
+        Relative step ``h / (1 + |x0|)``.
+    order : {2, 4}
+        Order of the central differences.
+    **options
+        Options of :func:`nhfast.integrate.integrate` (default ``method="dop853"``,
+        ``rtol = atol = 1e-12``).
+
+    Returns
+    -------
+    x : ndarray, shape (k, n_t, n_state)
+        The trajectories from ``x0``.
+    log_det : ndarray, shape (k, n_t)
+        ``log |det DPhi_t(x0)|`` (NaN where the determinant vanishes).
+    """
+    vf = as_vector_field(system)
+    x0, par = validate_states(vf, x0, params, "x0")
+    kw = {"method": "dop853", "rtol": 1e-12, "atol": 1e-12, **options}
+    x, _, M = _differenced_flow(vf, x0, _times(t), par, float(step), order, kw)
+    sign, logdet = np.linalg.slogdet(M)
+    return x, np.where(sign != 0, logdet, np.nan)
+
+
+def liouville_integral(
+    system: Any, x0: Any, t: Any, params: Any = None, **options: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """Trajectories and Liouville's integral ``ell(t) = int_0^t div X`` along them.
+
+    Integrates :func:`liouville_field` (``ell`` as one more state, ``ell(0) = 0``).
+
+    Parameters
+    ----------
+    system, x0, t
+        As for :func:`flow_jacobian` (``x0`` is not validated).
+    params : array_like, shape (n_params,) or (k, n_params), optional
+    **options
+        Options of :func:`nhfast.integrate.integrate` (``method``, ``rtol``, ``atol``,
+        ``threads``).
+
+    Returns
+    -------
+    x : ndarray, shape (k, n_t, n_state)
+    ell : ndarray, shape (k, n_t)
+    """
+    vf = as_vector_field(system)
+    x0 = np.atleast_2d(np.asarray(x0, dtype=float))
+    y0 = np.concatenate([x0, np.zeros((x0.shape[0], 1))], axis=1)
+    res = integrate(liouville_field(vf), y0, _times(t), params=params, observables=False, **options)
+    return res.y[:, :, :-1], res.y[:, :, -1]
 
 
 def _structured_density(density: Any) -> LogDensity | None:
@@ -852,17 +1165,15 @@ def _log_density(
 
 
 def _run(
-    lf: VectorField,
+    vf: VectorField,
     logrho: Callable,
     x0: np.ndarray,
     t: np.ndarray,
     par: np.ndarray,
     kw: dict,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    y0 = np.concatenate([x0, np.zeros((x0.shape[0], 1))], axis=1)
-    res = integrate(lf, y0, t, params=par if par.shape[1] else None, observables=False, **kw)
-    logr = logrho(res.y[:, :, :-1], t, par)
-    ell = res.y[:, :, -1]
+    x, ell = liouville_integral(vf, x0, t, par if par.shape[1] else None, **kw)
+    logr = logrho(x, t, par)
     return logr - logr[:, :1] + ell, logr, ell
 
 
@@ -982,11 +1293,10 @@ def check_measure(
         )
 
     kw = dict(method=method, rtol=rtol, atol=atol, threads=threads)
-    lf = liouville_field(vf)
-    defect, logr, ell = _run(lf, logrho, x0, times, par, kw)
+    defect, logr, ell = _run(vf, logrho, x0, times, par, kw)
     rtol_ref = max(rtol / 1000.0, 1e-14)
     kw_ref = dict(kw, rtol=rtol_ref, atol=atol / 1000.0)
-    defect_ref, _, _ = _run(lf, logrho, x0, times, par, kw_ref)
+    defect_ref, _, _ = _run(vf, logrho, x0, times, par, kw_ref)
     err = np.abs(defect - defect_ref)
 
     nj = min(n_jacobian, x0.shape[0])

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from nhfast.analysis.measure import kernel_values, liouville_field
 from nhfast.symbolic import almost_poisson_equations, chaplygin_equations
 from nhfast.systems import (
     chaplygin_sleigh,
@@ -194,8 +195,21 @@ class Instance:
         self, kind: str, x: np.ndarray, params: Any = None, threads: int = 1
     ) -> np.ndarray:
         """A kernel family (``"rhs"``, ``"observables"``, ``"divergence"``) of the vector field
-        at states ``x`` (..., n_state), through the library of :attr:`liouville` if any."""
-        return _evaluate(self.vector_field, self.liouville, kind, x, params, threads)
+        at states ``x`` (..., n_state), through the library of :attr:`liouville` if any
+        (:func:`nhfast.analysis.measure.kernel_values`).
+
+        Parameters
+        ----------
+        kind : str
+        x : ndarray, shape (..., n_state)
+        params : array_like, optional
+        threads : int
+
+        Returns
+        -------
+        ndarray, shape (..., n_out)
+        """
+        return kernel_values(self.vector_field, kind, x, params, threads)
 
     def sample(self, lanes: int, seed: int | None = 0) -> np.ndarray:
         """Initial states ``(lanes, n_state)`` from ``numpy.random.default_rng(seed)``."""
@@ -323,24 +337,7 @@ def _observable_index(vf: Any, name: str) -> int:
     return list(vf.program.output_names["observables"]).index(name)
 
 
-def _evaluate(
-    vf: Any, liouville: Any, kind: str, x: np.ndarray, params: Any, threads: int = 1
-) -> np.ndarray:
-    """Kernel ``kind`` of ``vf`` at ``x``; with ``liouville`` (``vf`` plus the state ``ell``)
-    through its library: ``ell = 0`` appended, its rhs row (``div X``) dropped."""
-    if liouville is None:
-        cs = vf.compile(() if kind == "rhs" else (kind,))
-        return np.asarray(cs.evaluate(kind, x, params=params, threads=threads))
-    x = np.asarray(x, dtype=float)
-    padded = np.concatenate([x, np.zeros((*x.shape[:-1], 1))], axis=-1)
-    cs = liouville.compile(() if kind == "rhs" else (kind,))
-    out = np.asarray(cs.evaluate(kind, padded, params=params, threads=threads))
-    return out[..., :-1] if kind == "rhs" else out
-
-
-def _structured_sampler(
-    n: int, vf: Any, liouville: Any, params: np.ndarray, inertia: str
-) -> Sampler:
+def _structured_sampler(n: int, vf: Any, params: np.ndarray, inertia: str) -> Sampler:
     """gamma uniform on the sphere, m Gaussian in gamma^perp scaled to energy 1/2 (the energy
     from the field's observable kernel: quadratic in m without a potential)."""
     if inertia == "a-omega-a":
@@ -353,7 +350,7 @@ def _structured_sampler(
         w = rng.normal(size=gamma.shape)
         m = w - np.sum(gamma * w, axis=1, keepdims=True) * gamma
         x = np.hstack([gamma, m])
-        energy = _evaluate(vf, liouville, "observables", x, params)[:, k]
+        energy = kernel_values(vf, "observables", x, params)[:, k]
         m *= np.sqrt(0.5 / energy)[:, None]
         return np.hstack([gamma, m])
 
@@ -461,13 +458,13 @@ def _build_veselova_structured(n: int, inertia: str) -> Instance:
             sigma_text="-1/2 ln det K_gamma",
         )
     source = expected.source
-    liouville = vf.with_divergence("nh_ell") if "divergence" in vf.program.outputs else None
+    liouville = liouville_field(vf) if "divergence" in vf.program.outputs else None
     return Instance(
         name="veselova",
         title=f"Veselova rigid body on SO({n}), {inertia} inertia",
         vector_field=vf,
         params=params,
-        sampler=_structured_sampler(n, vf, liouville, params, inertia),
+        sampler=_structured_sampler(n, vf, params, inertia),
         energy="energy",
         constraints={"gamma_norm": 1.0, "momentum_constraint": 0.0},
         expected=expected,

@@ -4,10 +4,14 @@ A check PASSes when the finding agrees with the claim (a density claimed *not* i
 when the numerical test finds it is not). The findings come from :mod:`nhfast.symbolic.chaplygin`
 (basic invariant measure and phi-simplicity: García-Naranjo & Marrero 2020, Thm 3.11 and
 Def. 3.19) and from :mod:`nhfast.analysis` (measure defects, density discovery, Hamiltonisation).
+This module maps claims to those calls and builds :class:`~nhfast.analysis.result.Check`
+objects; every derivative, divergence, flow determinant and kernel evaluation of the structured
+checks is computed in :mod:`nhfast.analysis.measure`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,11 +19,17 @@ import sympy as sp
 
 from nhfast.analysis.density import discover_density
 from nhfast.analysis.hamiltonisation import hamiltonisation_report
-from nhfast.analysis.measure import check_measure
+from nhfast.analysis.measure import (
+    check_measure,
+    derivative_along,
+    divergence_by_differences,
+    expression_values,
+    flow_log_det_by_differences,
+    hamiltonised_fields,
+    liouville_integral,
+)
 from nhfast.analysis.result import Check
-from nhfast.codegen import numpy_rows
 from nhfast.experiments.catalogue import Instance, MeasureClaim
-from nhfast.integrate import integrate
 from nhfast.symbolic import invariant_measure, phi_simple
 
 __all__: list[str] = []
@@ -30,7 +40,8 @@ DISCOVERY_SAMPLES = 256  # states where X[sigma] = -div X is imposed (no integra
 DISCOVERY_SPREAD = 1e-8  # max - min of sigma_fit - sigma_claimed: "equal up to a constant"
 STRUCTURED_SAMPLES = 64  # sampled states of the pointwise measure identity (structured form)
 STRUCTURED_LANES = 64  # at most this many trajectories for the structured measure checks
-FD_STEP = 1e-5  # relative step of the central differences on structured kernels
+FD_STEP = 1e-3  # relative step of the fourth-order central differences on structured kernels
+FLOW_STEP = 1e-4  # relative step of the fourth-order differences of the flow (no divergence)
 POINTWISE_TOL = 1e-6  # relative residual of X[log rho] + div X with finite differences
 SAFETY = 10.0  # factor of the threshold rule (as in nhfast.analysis.measure.check_measure)
 _EPS = float(np.finfo(float).eps)
@@ -244,8 +255,7 @@ def discovery_check(instance: Instance, seed: int, params: np.ndarray | None) ->
     label = next(
         (c.label for c in instance.measure_claims if c.invariant), str(instance.log_density)
     )
-    par = np.zeros((1, 0)) if params is None else np.atleast_2d(np.asarray(params, dtype=float))
-    both = numpy_rows([*vf.states, *vf.params], [fit.sigma, instance.log_density])(x, par)
+    both = expression_values(vf, [fit.sigma, instance.log_density], x, params)
     diff = both[:, 0] - both[:, 1]
     spread = float(np.max(diff) - np.min(diff))
     figures["spread of sigma_fit - sigma_claimed on the samples"] = spread
@@ -332,30 +342,9 @@ def _program(instance: Instance) -> Any:
     return getattr(instance.vector_field, "program")  # noqa: B009 (VectorField has none)
 
 
-def _fd_divergence(instance: Instance, x: np.ndarray, params: Any, step: float) -> np.ndarray:
-    """Ambient ``div X`` at states ``x`` (k, N) by central differences of the rhs kernel."""
-    k, dim = x.shape
-    h = step * (1.0 + np.abs(x))  # (k, N)
-    eye = np.eye(dim)
-    plus = x[:, None, :] + h[:, :, None] * eye[None]
-    minus = x[:, None, :] - h[:, :, None] * eye[None]
-    both = np.concatenate([plus, minus], axis=1).reshape(2 * k * dim, dim)
-    f = instance.evaluate("rhs", both, params, threads=2).reshape(k, 2, dim, dim)
-    # d X_i / d x_i on the diagonal of each block
-    diag = np.einsum("kii->ki", f[:, 0] - f[:, 1])
-    return np.asarray(np.sum(diag / (2 * h), axis=1))
-
-
-def _along_field(instance: Instance, claim: MeasureClaim, x: np.ndarray, params: Any,
-                 step: float) -> np.ndarray:  # fmt: skip
-    """``X[log rho]`` at ``x`` by a central difference along ``X`` (the curve is tangent to
-    the constraint manifold, so leaving it costs ``O(step^2)``)."""
-    X = instance.evaluate("rhs", x, params)
-    speed = np.linalg.norm(X, axis=1)
-    h = step * (1.0 + np.linalg.norm(x, axis=1)) / np.where(speed > 0, speed, 1.0)
-    up = _log_rho(instance, claim, x + h[:, None] * X, params)
-    down = _log_rho(instance, claim, x - h[:, None] * X, params)
-    return np.asarray((up - down) / (2 * h))
+def _rhs(instance: Instance, params: Any) -> Callable[[np.ndarray], np.ndarray]:
+    """``X`` as a function of states (the rhs kernel)."""
+    return lambda y: instance.evaluate("rhs", y, params)
 
 
 def pointwise_measure_check(instance: Instance, seed: int, params: np.ndarray | None) -> Check:
@@ -366,8 +355,10 @@ def pointwise_measure_check(instance: Instance, seed: int, params: np.ndarray | 
     ``div(rho X) = 0``): ``log rho`` from the field's observable kernel, ``X[log rho]`` by a
     central difference along ``X``, ``div X`` from the generated divergence kernel when the
     program has one (cross-checked against central differences of the rhs kernel), else from
-    those differences. On the constraint manifold the ambient divergence is the Liouville one
-    (``|gamma|^2`` and ``b . m`` are first integrals of the ambient field).
+    those differences (fourth order: :func:`nhfast.analysis.measure.derivative_along`,
+    :func:`~nhfast.analysis.measure.divergence_by_differences`). On the constraint manifold the
+    ambient divergence is the Liouville one (``|gamma|^2`` and ``b . m`` are first integrals of
+    the ambient field).
 
     Parameters
     ----------
@@ -388,7 +379,8 @@ def pointwise_measure_check(instance: Instance, seed: int, params: np.ndarray | 
     claim = next(c for c in instance.measure_claims if c.invariant)
     x = instance.sample(STRUCTURED_SAMPLES, seed + 1)
     has_div = "divergence" in _program(instance).outputs
-    fd = [_fd_divergence(instance, x, params, st) for st in (FD_STEP, 2 * FD_STEP)]
+    rhs = _rhs(instance, params)
+    fd = [divergence_by_differences(rhs, x, st) for st in (FD_STEP, 2 * FD_STEP)]
     figures: dict[str, Any] = {
         "form": FORM["structured"],
         "claimed by": claim.source,
@@ -407,7 +399,11 @@ def pointwise_measure_check(instance: Instance, seed: int, params: np.ndarray | 
         how = "central differences of the rhs kernel (the program has no divergence output)"
     figures["divergence"] = how
     scale = float(np.linalg.norm(div))
-    along = [_along_field(instance, claim, x, params, st) for st in (FD_STEP, 2 * FD_STEP)]
+    X = rhs(x)
+    along = [
+        derivative_along(lambda y: _log_rho(instance, claim, y, params), x, X, st)
+        for st in (FD_STEP, 2 * FD_STEP)
+    ]
     res = along[0] + div
     res2 = along[1] + (div if has_div else fd[1])
     rel = float(np.linalg.norm(res)) / scale if scale > 0 else float(np.linalg.norm(res))
@@ -439,31 +435,6 @@ def pointwise_measure_check(instance: Instance, seed: int, params: np.ndarray | 
     return Check(name, found == want, statement, figures)
 
 
-def _flow_log_det(
-    instance: Instance,
-    x0: np.ndarray,
-    times: np.ndarray,
-    params: Any,
-    step: float,
-    kw: dict[str, Any],
-) -> np.ndarray:
-    """``log |det DPhi_t(x0)|`` (lanes, n_t) by central differences of the ambient flow."""
-    k, dim = x0.shape
-    h = step * (1.0 + np.abs(x0))
-    eye = np.eye(dim)
-    starts = np.concatenate(
-        [x0[:, None, :] + h[:, :, None] * eye[None], x0[:, None, :] - h[:, :, None] * eye[None]],
-        axis=1,
-    ).reshape(2 * k * dim, dim)
-    res = integrate(instance.vector_field, starts, times, params=params, observables=False, **kw)
-    y = res.y.reshape(k, 2, dim, times.size, dim)
-    # column i of DPhi: (Phi(x + h e_i) - Phi(x - h e_i)) / (2 h_i)
-    D = (y[:, 0] - y[:, 1]) / (2 * h[:, :, None, None])  # (k, i, t, j)
-    D = np.transpose(D, (0, 2, 3, 1))  # (k, t, j, i)
-    sign, logdet = np.linalg.slogdet(D)
-    return np.asarray(np.where(sign != 0, logdet, np.nan))
-
-
 def structured_measure_checks(
     instance: Instance,
     x0: np.ndarray,
@@ -481,10 +452,25 @@ def structured_measure_checks(
     (``with_divergence``) and ``defect(t) = log rho(x(t)) - log rho(x(0)) + ell(t)``, with
     ``log rho`` from the observable kernel; without it, ``ell`` is replaced by
     ``log |det DPhi_t|`` from central differences of the flow (on the first two trajectories,
-    one above 32 states).
+    one above 32 states; :func:`nhfast.analysis.measure.flow_log_det_by_differences`).
     Threshold rule as in ``check_measure``: ``SAFETY * max(E, 100 eps (1 + S))`` with ``E``
     the change of the defect at tolerances a thousand times tighter (for the differences: with
     the step doubled).
+
+    Parameters
+    ----------
+    instance : Instance
+        A structured instance.
+    x0 : ndarray, shape (lanes, n_state)
+        Initial states (the first ``STRUCTURED_LANES``, or one or two for the differences).
+    t_end : float
+        Final time.
+    params : ndarray, shape (n_params,), or None
+    rtol, atol : float
+        Tolerances of the integration.
+    threads : int
+    n_times : int
+        Output times on ``[0, t_end]``.
 
     Returns
     -------
@@ -494,23 +480,20 @@ def structured_measure_checks(
     vf = instance.vector_field
     times = np.linspace(0.0, t_end, n_times)
     has_div = "divergence" in _program(instance).outputs
-    # the differences integrate 4 n_state + 1 trajectories per lane: two lanes, one when large
+    # the differences integrate 8 n_state + 2 trajectories per lane: two lanes, one when large
     x0 = x0[:STRUCTURED_LANES] if has_div else x0[: 2 if vf.n_state <= 32 else 1]
     kw: dict[str, Any] = dict(method="dop853", threads=threads)
     if has_div:
-        lf = instance.liouville or vf.with_divergence("nh_ell")
-        y0 = np.concatenate([x0, np.zeros((len(x0), 1))], axis=1)
-        runs = []
-        for rt, at in ((rtol, atol), (max(rtol / 1000.0, 1e-14), atol / 1000.0)):
-            r = integrate(lf, y0, times, params=params, observables=False, rtol=rt, atol=at, **kw)
-            runs.append((r.y[:, :, :-1], r.y[:, :, -1]))
+        tols = ((rtol, atol), (max(rtol / 1000.0, 1e-14), atol / 1000.0))
+        runs = [
+            liouville_integral(vf, x0, times, params, rtol=rt, atol=at, **kw) for rt, at in tols
+        ]
         how = "Liouville's integral of the generated divergence (one more state)"
     else:
         rt = min(rtol, 1e-12)
-        r = integrate(vf, x0, times, params=params, observables=False, rtol=rt, atol=atol, **kw)
         runs = [
-            (r.y, _flow_log_det(instance, x0, times, params, st, dict(kw, rtol=rt, atol=atol)))
-            for st in (FD_STEP * 10, FD_STEP * 20)
+            flow_log_det_by_differences(vf, x0, times, params, step=st, rtol=rt, atol=atol, **kw)
+            for st in (FLOW_STEP, 2 * FLOW_STEP)
         ]
         how = (
             "log |det DPhi_t| by central differences of the flow (no divergence output; "
@@ -568,54 +551,19 @@ def structured_measure_checks(
 def _htilde_field(
     instance: Instance, claim: MeasureClaim, x: np.ndarray, params: Any, step: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The tau-field ``Y`` of ``x' = X`` and the Hamiltonian field ``Z`` of ``Htilde``.
-
-    With ``phi = sigma / (r - 1)`` (``sigma = log rho`` of the claim, ``r = n - 1``),
-    ``mtilde = exp(phi) m`` and ``dt = exp(-phi) dtau``: ``Y = (exp(-phi) gammadot,
-    mdot + X[phi] m)`` in ``(gamma, mtilde)``; ``Z`` is the Hamiltonian field of
-    ``Htilde(gamma, mtilde) = E(gamma, exp(-phi) mtilde)`` on ``T*S^{n-1}`` (Dirac bracket of
-    ``|gamma|^2 = 1``, ``gamma . mtilde = 0`` in ``T*R^n``)::
-
-        gamma' = P_gamma dH/dm,   m' = -dH/dgamma + (gamma . dH/dgamma - m . dH/dm) gamma
-                                        + (gamma . dH/dm) m
-
-    both at the states ``x`` (on the constraint manifold); derivatives by central differences of
-    the observable kernel.
-    """
+    """The tau-field ``Y`` of ``x' = X`` and the Hamiltonian field ``Z`` of ``Htilde`` at ``x``
+    (:func:`nhfast.analysis.measure.hamiltonised_fields`), with ``phi = sigma / (r - 1)``
+    (``sigma = log rho`` of the claim, ``r = n - 1``) and ``E`` the energy observable."""
     prog = _program(instance)
     n = prog.n
     ke = list(prog.output_names["observables"]).index("energy")
-
-    def phi(states: np.ndarray) -> np.ndarray:
-        return np.asarray(_log_rho(instance, claim, states, params) / (n - 2))
-
-    def htilde(states: np.ndarray) -> np.ndarray:
-        back = states.copy()
-        back[..., n:] *= np.exp(-phi(states))[..., None]
-        return np.asarray(instance.evaluate("observables", back, params)[..., ke])
-
-    X = instance.evaluate("rhs", x, params)
-    ph = phi(x)
-    speed = np.linalg.norm(X, axis=1)
-    hx = step * (1.0 + np.linalg.norm(x, axis=1)) / np.where(speed > 0, speed, 1.0)
-    xphi = (phi(x + hx[:, None] * X) - phi(x - hx[:, None] * X)) / (2 * hx)
-    g, m = x[:, :n], x[:, n:]
-    Y = np.hstack([np.exp(-ph)[:, None] * X[:, :n], X[:, n:] + xphi[:, None] * m])
-    y = np.hstack([g, np.exp(ph)[:, None] * m])
-    k, dim = y.shape
-    h = step * (1.0 + np.abs(y))
-    eye = np.eye(dim)
-    up = htilde(y[:, None, :] + h[:, :, None] * eye[None])
-    down = htilde(y[:, None, :] - h[:, :, None] * eye[None])
-    grad = (up - down) / (2 * h)
-    hg, hm = grad[:, :n], grad[:, n:]
-    mt = y[:, n:]
-
-    def dot(u: np.ndarray, w: np.ndarray) -> np.ndarray:
-        return np.asarray(np.sum(u * w, axis=1, keepdims=True))
-
-    Z = np.hstack([hm - dot(g, hm) * g, -hg + (dot(g, hg) - dot(mt, hm)) * g + dot(g, hm) * mt])
-    return Y, Z
+    return hamiltonised_fields(
+        _rhs(instance, params),
+        lambda y: _log_rho(instance, claim, y, params) / (n - 2),
+        lambda y: instance.evaluate("observables", y, params)[..., ke],
+        x,
+        step,
+    )
 
 
 def structured_hamiltonisation_check(
@@ -629,8 +577,21 @@ def structured_hamiltonisation_check(
     ``ptilde = exp(phi) p``; for rank ``r >= 3`` its measure is ``sigma = (r - 1) phi``, so
     ``phi = sigma / (r - 1)`` is the only candidate). On sampled states of the constraint
     manifold the tau-field of the structured rhs kernel is compared with the Hamiltonian field
-    of ``Htilde`` on ``T*S^{n-1}`` (:func:`_htilde_field`); PASS when the finding (relative
-    difference at most ``max(POINTWISE_TOL, SAFETY * E)``) agrees with the claim.
+    of ``Htilde`` on ``T*S^{n-1}`` (:func:`_htilde_field`).
+
+    Parameters
+    ----------
+    instance, params
+        As for :func:`pointwise_measure_check` (``phi`` from its invariant claim).
+    seed : int
+        States ``instance.sample(STRUCTURED_SAMPLES, seed + 2)``.
+
+    Returns
+    -------
+    Check
+        PASS when the finding (relative difference ``||Y - Z|| / ||Y||`` at most
+        ``max(POINTWISE_TOL, SAFETY * E)``, ``E`` its change when the steps double) agrees with
+        the claim.
     """
     exp = instance.expected
     claim = next(c for c in instance.measure_claims if c.invariant and c.observable)
