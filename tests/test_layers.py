@@ -31,6 +31,7 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     # the geometry describes systems and their vector fields; it integrates nothing
     (5, ("nhfast.symbolic",)),
     (6, ("nhfast.integrate", "nhfast.distributed", "nhfast.events", "nhfast._fastpath")),
+    (6, ("nhfast._call", "nhfast._result")),
     (7, ("nhfast.hamiltonised",)),
     (8, ("nhfast.systems",)),
     (9, ("nhfast.analysis",)),

@@ -239,7 +239,7 @@ def test_structured_field_domain_watch():
 def test_large_batch_reruns_its_boundary_candidates(chart, method, kw, monkeypatch):
     """Above X_END_ROWS trajectories the run keeps no x_end: the trajectories that failed the
     way a boundary stop fails run again for their last states; the verdict is the same."""
-    integrate_module = __import__("sys").modules["nhfast.integrate"]
+    integrate_module = __import__("sys").modules["nhfast._call"]
     x0 = np.array([[1.0, 0.0], [3.0, 0.5], [0.5, 0.1], [2.5, 0.0]])
     c = np.array([[1.0], [1.0], [1.0], [2.0]])
     with warnings.catch_warnings():

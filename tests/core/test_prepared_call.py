@@ -26,7 +26,7 @@ from nhfast._fastpath import call_plan
 from nhfast.errors import IntegrationError, IntegrationWarning
 
 #: The module (the package's attribute ``integrate`` is its function).
-nhi = importlib.import_module("nhfast.integrate")
+nhi = importlib.import_module("nhfast._call")
 
 
 def _pendulum(name: str = "pendulum") -> nh.VectorField:
