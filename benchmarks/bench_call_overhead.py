@@ -13,7 +13,11 @@ observables) and a small unrolled oscillator -- three measurements per system an
   domain's conditions as terminal events), the floor of a call (the observables are
   computed on the first access of ``result.observables``, not in the call);
 * ``test_call_observables`` -- ``nh.integrate`` and then ``result.observables`` (one more
-  kernel call).
+  kernel call);
+* ``test_call_front_end`` -- calls the compiled prepared call cannot take, run by the Python
+  call object (``nhfast._call.Call``) on the oscillator with a ``nonnegative`` parameter: a
+  kept call object (``dop853``, ``rk4``), and one built per call (``dop853`` with a
+  ``dense=True`` event: events are a sequence, never kept).
 
 ``extra_info`` holds ``n``, ``method`` and ``part``; the Python time of a call is ``test_call``
 (or ``test_call_module``) minus ``test_core`` of the same group (``call-<system>-<method>``).
@@ -101,6 +105,29 @@ def test_call_observables(benchmark, case, method):
 
     res, obs = benchmark.pedantic(run, rounds=100, iterations=10, warmup_rounds=2)
     assert set(obs) == set(vf.observables) and obs["energy"].shape == (1, 2)
+
+
+@pytest.mark.parametrize(
+    ("path", "kw"),
+    [("kept-dop853", {"method": "dop853"}), ("kept-rk4", {"method": "rk4", "h": H}),
+     ("built-events", {"method": "dop853", "dense": True, "events": "q"})],
+)  # fmt: skip
+def test_call_front_end(benchmark, path, kw):
+    q, p = sp.symbols("q p")
+    k = sp.Symbol("k", nonnegative=True)  # no prepared call: the plan checks positive or free
+    vf = nh.VectorField([q, p], [p, -k * q], params=[k], name="oscillator-nonnegative",
+                        observables={"energy": (p**2 + k * q**2) / 2})  # fmt: skip
+    if "events" in kw:
+        kw = {**kw, "events": [(q, 0, False)]}
+    x0, a = np.array([1.0, 0.0]), np.array([2.0])
+    benchmark.group = "call-front-end"
+    benchmark.extra_info.update(system="oscillator", n=0, n_state=2, method=kw["method"],
+                                part=path, trajectories=1, steps=1)  # fmt: skip
+    res = benchmark.pedantic(
+        lambda: nh.integrate(vf, x0, T, params=a, **kw),
+        rounds=100, iterations=10, warmup_rounds=2,
+    )  # fmt: skip
+    assert res.success
 
 
 @pytest.mark.parametrize("method", list(METHOD_OPTIONS))

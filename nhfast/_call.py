@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from nhfast import _abi
-from nhfast._cache import memo
+from nhfast._cache import memo, peek
 from nhfast._fastpath import NO_PARAMS, CallPlan, call_plan, taylor_kernel
 from nhfast._kernels import InputChecks
 from nhfast._memory import check as check_memory
@@ -126,6 +126,14 @@ def _positive(value: Any, name: str) -> float:
     return positive(value, name)
 
 
+def _plain_ints(*values: Any) -> bool:
+    """Whether every value is a plain int >= 1 (then :func:`positive_ints` passes)."""
+    for v in values:
+        if type(v) is not int or v < 1:
+            return False
+    return True
+
+
 def _flag(value: Any, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
@@ -222,7 +230,8 @@ class Call:
         ):
             self.rtol, self.atol, self.warning = _floor_tolerances(method, self.rtol, self.atol)
         self.tol = _positive(tol, "tol")
-        positive_ints(threads=threads, max_steps=max_steps, max_iter=max_iter, block=block)
+        if not _plain_ints(threads, max_steps, max_iter, block):
+            positive_ints(threads=threads, max_steps=max_steps, max_iter=max_iter, block=block)
         self.threads, self.max_steps, self.max_iter = int(threads), int(max_steps), int(max_iter)
         self.block = int(block)
         self.fixed = method not in ADAPTIVE
@@ -239,7 +248,7 @@ class Call:
         self.order = _taylor_order(order, method)
         located = self.dense or self.taylor
         self.events = None if events is None else event_spec(system, events, located)
-        if self.events is not None:
+        if self.events is not None and not _plain_ints(max_events):
             positive_ints(max_events=max_events)
         self.max_events = max_events
         watch = _flag(watch_domain, "watch_domain")
@@ -249,6 +258,20 @@ class Call:
         self.watch_steps = watch and (self.dense or self.taylor)
         self.nstiff = NSTIFF if stiff and method in ADAPTIVE and not self.taylor else 0
         self.keep_failed = keep_failed
+        plan = self.plan
+        # a prepared call takes plain option values and the plan's rules for the inputs
+        self.preparable = (
+            plan is not None
+            and self.events is None
+            and _plain(options)
+            and (plan.positive or plan.free)
+            and len(plan.domain_conditions) <= 16
+        )
+        self.static = (
+            system.n_state, system.n_params, system.split or 0, METHODS[method], self.rtol,
+            self.atol, self.h0, self.hmax, self.max_steps, self.tol, self.max_iter,
+            self.threads, self.block, self.nstiff, self.dense,
+        )  # fmt: skip
 
     @property
     def system(self) -> VectorField:
@@ -318,11 +341,7 @@ class Call:
 
     def core_args(self, cap: Any, ctx: Any) -> tuple[Any, ...]:
         """The core's arguments of this call that do not depend on the inputs."""
-        system = self.system
-        return (cap, ctx, system.n_state, system.n_params, system.split or 0,
-                METHODS[self.method], self.rtol, self.atol, self.h0, self.hmax,
-                self.max_steps, self.tol, self.max_iter, self.threads, self.block,
-                self.nstiff, self.dense)  # fmt: skip
+        return (cap, ctx, *self.static)
 
     def run(self, x0: Any, t_eval: Any, params: Any) -> IntegrationResult:
         """Check the inputs, run the core, mark the domain's exits, report failures.
@@ -365,7 +384,7 @@ class Call:
         x_end = np.empty((ntraj, n)) if self.watched and ntraj <= X_END_ROWS else None
         args = self.core_args(cap, ctx)
         tail = (tcap, self.order, derive, nderived, tauto)
-        if plan is not None and self.events is None and ctx is None:
+        if self.preparable and ctx is None:
             self._prepare((*args, *tail), dom)
         # positional: keywords cost the call measurably (benchmarks/NOTES.md)
         core.integrate_batch(
@@ -440,11 +459,7 @@ class Call:
         positive or unconstrained symbols, a domain of at most 16 conditions, watched along
         the steps by the core's events ``dom``, else on the output rows, or not."""
         plan = self.plan
-        if not all(type(v) in _PLAIN for v in self.options) or not (plan.positive or plan.free):
-            return
         ndom = len(plan.domain_conditions)
-        if ndom > 16:
-            return
         kernel = None
         if ndom:
             kernel, dctx = plan.domain_kernel()
@@ -463,13 +478,23 @@ class Call:
             plan.prepared = None
 
 
+def _plain(options: tuple[Any, ...]) -> bool:
+    for v in options:
+        if type(v) not in _PLAIN:
+            return False
+    return True
+
+
 def call_for(system: Any, options: tuple[Any, ...]) -> Call:
     """The :class:`Call` of ``(system, options)``: kept in the system's memo when every option
     value is plain, else built for this call."""
-    if not isinstance(system, VectorField) or not all(type(v) in _PLAIN for v in options):
-        return Call(system, options)
-    calls: dict[tuple[Any, ...], Call] = memo(system, "calls", dict)
-    key = tuple((type(v), v) for v in options)  # 1 and 1.0 and True are other options
+    events = options[14]
+    if not isinstance(system, VectorField) or events is not None or not _plain(options):
+        return Call(system, options)  # events (a sequence) or an option of another type
+    calls: dict[tuple[Any, ...], Call] | None = peek(system, "calls")
+    if calls is None:
+        calls = memo(system, "calls", dict)
+    key = (*options, *map(type, options))  # 1 and 1.0 and True are other options
     call = calls.get(key)
     if call is None:
         if len(calls) >= _KEPT:
