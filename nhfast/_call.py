@@ -26,7 +26,15 @@ from nhfast._fastpath import NO_PARAMS, CallPlan, call_plan, taylor_kernel
 from nhfast._kernels import InputChecks
 from nhfast._memory import check as check_memory
 from nhfast._result import IntegrationResult, conclude
-from nhfast._validate import output_times, params_rows, positive, positive_ints, state_rows
+from nhfast._validate import (
+    flag,
+    optional_order,
+    output_times,
+    params_rows,
+    positive,
+    positive_ints,
+    state_rows,
+)
 from nhfast.errors import ToleranceWarning
 from nhfast.events import (
     EventRecord,
@@ -119,27 +127,6 @@ def check_inputs(system: VectorField, x: np.ndarray, par: np.ndarray, name: str 
         system.check_inputs(x, par, name)
 
 
-def _positive(value: Any, name: str) -> float:
-    """:func:`positive` with a fast path for a float (the default tolerances)."""
-    if type(value) is float and 0.0 < value < math.inf:
-        return value
-    return positive(value, name)
-
-
-def _plain_ints(*values: Any) -> bool:
-    """Whether every value is a plain int >= 1 (then :func:`positive_ints` passes)."""
-    for v in values:
-        if type(v) is not int or v < 1:
-            return False
-    return True
-
-
-def _flag(value: Any, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
-    return bool(value)
-
-
 def _floor_tolerances(method: str, rtol: float, atol: float) -> tuple[float, float, str]:
     """``rtol`` (and for Taylor, whose order ``atol`` sets too, ``atol``) raised to
     :data:`TOL_FLOOR`, and the warning that names them."""
@@ -152,19 +139,6 @@ def _floor_tolerances(method: str, rtol: float, atol: float) -> tuple[float, flo
         "controlled below round-off)"
     )
     return max(rtol, TOL_FLOOR), (max(atol, TOL_FLOOR) if method == "taylor" else atol), msg
-
-
-def _taylor_order(order: Any, method: str) -> int:
-    """The ``order`` argument as the core's (0: from the tolerance); checks it."""
-    if order is None:
-        return 0
-    if method != "taylor":
-        raise ValueError(f"order applies to method='taylor' only, got method={method!r}")
-    if isinstance(order, (bool, np.bool_)) or not isinstance(order, (int, np.integer)):
-        raise TypeError(f"order must be an integer or None, got {type(order).__name__}")
-    if not 1 <= order <= _abi.TAYLOR_MAX_ORDER:
-        raise ValueError(f"order must be in [1, {_abi.TAYLOR_MAX_ORDER}] or None, got {order}")
-    return int(order)
 
 
 def _check_step_count(t: np.ndarray, h0: float, max_steps: int) -> None:
@@ -224,35 +198,36 @@ class Call:
         self.options, self.method = options, method
         self.plan: CallPlan | None = call_plan(system)
         self.warning = ""
-        self.rtol, self.atol = _positive(rtol, "rtol"), _positive(atol, "atol")
+        self.rtol, self.atol = positive(rtol, "rtol"), positive(atol, "atol")
         if method in ADAPTIVE and (
             self.rtol < TOL_FLOOR or (method == "taylor" and self.atol < TOL_FLOOR)
         ):
             self.rtol, self.atol, self.warning = _floor_tolerances(method, self.rtol, self.atol)
-        self.tol = _positive(tol, "tol")
-        if not _plain_ints(threads, max_steps, max_iter, block):
-            positive_ints(threads=threads, max_steps=max_steps, max_iter=max_iter, block=block)
+        self.tol = positive(tol, "tol")
+        positive_ints(threads=threads, max_steps=max_steps, max_iter=max_iter, block=block)
         self.threads, self.max_steps, self.max_iter = int(threads), int(max_steps), int(max_iter)
         self.block = int(block)
         self.fixed = method not in ADAPTIVE
         if self.fixed and h is None:
             raise ValueError(f"h (the step size) is required for the fixed-step method {method!r}")
-        self.h0 = 0.0 if h is None else _positive(h, "h")
+        self.h0 = 0.0 if h is None else positive(h, "h")
         self.hmax = 0.0 if hmax is None else positive(hmax, "hmax")
-        self.dense = _flag(dense, "dense")
+        self.dense = flag(dense, "dense")
         self.taylor = method == "taylor"
         if self.dense and method != "dop853" and not self.taylor:
             raise ValueError(
                 f"dense=True needs method='dop853' (its continuous extension), got {method!r}"
             )
-        self.order = _taylor_order(order, method)
+        if order is not None and method != "taylor":
+            raise ValueError(f"order applies to method='taylor' only, got method={method!r}")
+        self.order = optional_order(order, "order", _abi.TAYLOR_MAX_ORDER)
         located = self.dense or self.taylor
         self.events = None if events is None else event_spec(system, events, located)
-        if self.events is not None and not _plain_ints(max_events):
+        if self.events is not None:
             positive_ints(max_events=max_events)
         self.max_events = max_events
-        watch = _flag(watch_domain, "watch_domain")
-        stiff = _flag(stiffness_check, "stiffness_check")
+        watch = flag(watch_domain, "watch_domain")
+        stiff = flag(stiffness_check, "stiffness_check")
         self.wanted = ("observables",) if observables and system.observables else ()
         self.watched = watch and bool(getattr(system, "domain", None))
         self.watch_steps = watch and (self.dense or self.taylor)

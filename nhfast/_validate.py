@@ -23,6 +23,8 @@ def positive(value: Any, name: str) -> float:
     """``value`` as a positive finite float, else ``TypeError``/``ValueError`` naming ``name``.
 
     Strings are refused (``h="0.1"`` is a mistake to point at, not to parse)."""
+    if type(value) is float and 0.0 < value < math.inf:
+        return value  # the common case (default tolerances) without a conversion
     if isinstance(value, str | bytes):
         raise TypeError(f"{name} must be a positive number, got the string {value!r}")
     try:
@@ -45,8 +47,31 @@ def positive_int(value: Any, name: str, upper: int | None = None) -> int:
 
 def positive_ints(**values: Any) -> None:
     """:func:`positive_int` for each keyword (``threads=..., block=...``), in order."""
+    for v in values.values():  # the common case: plain ints >= 1, no call per value
+        if type(v) is not int or v < 1:
+            break
+    else:
+        return
     for name, value in values.items():
         positive_int(value, name)
+
+
+def flag(value: Any, name: str) -> bool:
+    """``value`` as a bool (Python's or NumPy's), else ``TypeError`` naming ``name``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
+    return bool(value)
+
+
+def optional_order(value: Any, name: str, upper: int) -> int:
+    """``value`` as an int in ``[1, upper]``, or 0 for None (an order chosen elsewhere)."""
+    if value is None:
+        return 0
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer or None, got {type(value).__name__}")
+    if not 1 <= value <= upper:
+        raise ValueError(f"{name} must be in [1, {upper}] or None, got {value}")
+    return int(value)
 
 
 def real_array(value: Any, name: str, ndims: Sequence[int] | None = None) -> np.ndarray:
