@@ -1084,12 +1084,15 @@ cdef struct _soa:
     nh_interrupt *stop
 
 
+cdef inline int64_t _chunk_len(int64_t start, int64_t chunk, int64_t total) noexcept nogil:
+    """Items of the chunk that starts at ``start``: ``chunk``, fewer in the last one."""
+    return chunk if total - start > chunk else total - start
+
+
 cdef int _soa_item(void *args, int64_t c) noexcept nogil:
     cdef _soa *a = <_soa *>args
     cdef int64_t l0 = c * a.chunk
-    cdef int64_t m = a.nl - l0
-    if m > a.chunk:
-        m = a.chunk
+    cdef int64_t m = _chunk_len(l0, a.chunk, a.nl)
     return a.fn(a.ctx, a.t + l0, a.x + l0, a.par + l0 if a.par != NULL else NULL, a.out + l0,
                 m, a.nl)
 
@@ -1139,9 +1142,7 @@ cdef struct _rows:
 cdef int _rows_item(void *args, int64_t c) noexcept nogil:
     cdef _rows *a = <_rows *>args
     cdef int64_t row0 = c * a.chunk
-    cdef int64_t m = a.nrows - row0
-    if m > a.chunk:
-        m = a.chunk
+    cdef int64_t m = _chunk_len(row0, a.chunk, a.nrows)
     return nh_eval_rows(a.fn, a.ctx, a.nin, a.nout, a.npar, a.t, a.x, a.par, a.par_stride,
                         a.rows_per_par, row0, m, a.out, a.block, a.stop)
 
