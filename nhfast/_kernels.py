@@ -285,12 +285,12 @@ def c_source(code: Code, name: str) -> str:
 
 @lru_cache(maxsize=1)
 def _generator_fingerprint() -> str:
-    """:func:`nhfast._keys.code_fingerprint` of the code that writes C (``nhfast/codegen/*.py``,
+    """:func:`nhfast._keys.code_fingerprint` of the code that writes C (``nhfast/codegen/**.py``,
     ``_abi``, this module) and the versions of nhfast, its ABI, SymPy, mpmath and Python."""
     import mpmath
 
     here = Path(__file__)
-    files = sorted(Path(codegen.__file__).parent.glob("*.py")) + [here, here.with_name("_abi.py")]
+    files = sorted(Path(codegen.__file__).parent.rglob("*.py")) + [here, here.with_name("_abi.py")]
     versions = (__version__, f"abi={ABI_VERSION}", sp.__version__, mpmath.__version__, sys.version)
     return str(_keys.code_fingerprint(files, versions))
 

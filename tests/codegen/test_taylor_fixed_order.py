@@ -13,7 +13,7 @@ import pytest
 import sympy as sp
 
 import nhfast as nh
-import nhfast.codegen.taylor as taylor_gen
+import nhfast.codegen.taylor.cost as taylor_cost
 from nhfast import _abi, _core
 from nhfast._core import taylor_order
 from nhfast.codegen import generate_taylor_c, unroll_pays
@@ -69,7 +69,7 @@ def test_unrolled_pass_is_bit_identical(monkeypatch, lanes):
     assert cs is not unrolled.compile_taylor()
     assert "nht_pass_vu(" in cs.source and "nht_pass_1u(" in cs.source
     a = nh.integrate(unrolled, x0, t, method="taylor", rtol=TOL, atol=TOL, observables=False)
-    monkeypatch.setattr(taylor_gen, "UNROLL_TERMS", 0)
+    monkeypatch.setattr(taylor_cost, "UNROLL_TERMS", 0)
     general = henon_heiles(f"hh general {lanes}")
     assert general.compile_taylor(16) is general.compile_taylor()
     b = nh.integrate(general, x0, t, method="taylor", rtol=TOL, atol=TOL, observables=False)
@@ -103,7 +103,7 @@ def test_a_fixed_order_library_takes_any_order(order):
 
 
 def test_one_lane_pass_unrolled_only_when_small(monkeypatch):
-    monkeypatch.setattr(taylor_gen, "UNROLL_TERMS_ONE_LANE", 0)
+    monkeypatch.setattr(taylor_cost, "UNROLL_TERMS_ONE_LANE", 0)
     src = generate_taylor_c(henon_heiles("hh vector only").kernel_set(()), order=16)
     assert "nht_pass_vu(" in src and "nht_pass_1u(" not in src
 
@@ -203,13 +203,13 @@ def test_cost_order_against_its_model():
     import math
 
     def model(conv, lin, n, p0, p):
-        a = taylor_gen.STEP_TERMS + taylor_gen.STEP_TERMS_PER_STATE * n
-        w = a + (lin + taylor_gen.HORNER_WEIGHT * n) * p + conv * p * (p + 1) / 2
+        a = taylor_cost.STEP_TERMS + taylor_cost.STEP_TERMS_PER_STATE * n
+        w = a + (lin + taylor_cost.HORNER_WEIGHT * n) * p + conv * p * (p + 1) / 2
         pe = p0 + 1 if p > p0 else p0
         return w * math.exp(2 * pe / p + 0.7 / (p - 1))
 
     for conv, lin, n in [(3, 6, 4), (0, 2, 2), (31, 53, 8), (391, 833, 128), (66, 193, 64)]:
-        src = f"/* {taylor_gen._COST_TAG} conv={conv} lin={lin} */"
+        src = f"/* {taylor_cost.COST_TAG} conv={conv} lin={lin} */"
         for p0 in (2, 8, 12, 17):
             p = cost_order(src, n, p0)
             assert p0 < p <= 2 * p0  # above p0: the accuracy of the rule at p0 + 1
@@ -218,8 +218,8 @@ def test_cost_order_against_its_model():
         for p0 in (18, 19):  # the rule at p0 + 1 asks for less than round-off: p0 competes
             p = cost_order(src, n, p0)
             assert p == min(range(p0, 2 * p0 + 1), key=lambda q: model(conv, lin, n, p0, q))
-    small = f"/* {taylor_gen._COST_TAG} conv=3 lin=6 */"
-    large = f"/* {taylor_gen._COST_TAG} conv=391 lin=833 */"
+    small = f"/* {taylor_cost.COST_TAG} conv=3 lin=6 */"
+    large = f"/* {taylor_cost.COST_TAG} conv=391 lin=833 */"
     assert cost_order(small, 4, 12) > cost_order(large, 128, 12) >= 12
-    assert cost_order(f"/* {taylor_gen._COST_TAG} conv=3 lin=inf */", 4, 12) == 12
+    assert cost_order(f"/* {taylor_cost.COST_TAG} conv=3 lin=inf */", 4, 12) == 12
     assert cost_order(None, 4, 12) == cost_order("no record", 4, 12) == 12
