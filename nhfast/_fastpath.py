@@ -202,10 +202,10 @@ def taylor_kernel(
         raise TypeError(f"method='taylor': {type(system).__name__} has no Taylor kernels")
     p = _core.taylor_order(order, rtol, atol)
     general = compile_taylor()
-    auto = 0 if order or events else cost_order(general.source, system.n_state, p)
+    auto = 0 if order or events else cost_order(general.taylor_size, system.n_state, p)
     want = auto or p
     ready_fn = getattr(system, "taylor_kernel_ready", None)
-    if general.source is None or not unroll_pays(general.source, want):
+    if general.source is None or not unroll_pays(general.taylor_size, want):
         ready = general
     elif ready_fn is None:
         ready = compile_taylor(want)

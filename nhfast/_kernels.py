@@ -45,13 +45,13 @@ from nhfast.codegen import (
     KernelSet,
     generate_c,
     generate_structured_c,
-    generate_taylor_c,
     kernel_set_digest,
     numpy_kernels,
     program_digest,
     structured_numpy_kernels,
     taylor_digest,
 )
+from nhfast.codegen.taylor import TaylorSize, generate_taylor
 from nhfast.errors import CompilationError
 
 __all__: list[str] = []
@@ -100,6 +100,10 @@ class CompiledSystem:
         ``(rhs, derive, count)``, the capsules of ``nh_rhs_derived`` and ``nh_derive`` and the
         number of derived parameters (the integrator computes them once per trajectory);
         None otherwise.
+    taylor_size : nhfast.codegen.taylor.TaylorSize or None
+        Of a Taylor kernel, its size (what :func:`nhfast.codegen.cost_order` and
+        :func:`nhfast.codegen.unroll_pays` take): from its tape when this process generated
+        it, else the size its source records; None for other kernels.
     """
 
     backend: str
@@ -121,6 +125,14 @@ class CompiledSystem:
     derived: tuple[Any, Any, int] | None = None
     _keepalive: Any = None
     _code: Any = None  # the KernelSet/IndexedProgram of a NumPy-backend system (for pickling)
+    _taylor_size: Any = None  # a Taylor kernel's size from its tape (see taylor_size)
+
+    @property
+    def taylor_size(self) -> TaylorSize | None:
+        """A Taylor kernel's size (see the class's attributes); None for other kernels."""
+        if self._taylor_size is None and self.flags & HAS["taylor"]:
+            self._taylor_size = TaylorSize.from_source(self.source)
+        return self._taylor_size
 
     @property
     def n_params(self) -> int:
@@ -652,9 +664,10 @@ def compile_taylor(
     generated = source is None
     if cached_only and (source is None or _jit.loaded_library(source) is None):
         return None
+    size = None  # from the tape; a cached source's record otherwise (CompiledSystem)
     if source is None:
         with _progress.stage(f"generating the Taylor kernel of {name!r}"):
-            source = generate_taylor_c(code, provenance={"system": name}, order=order)
+            source, size = generate_taylor(code, provenance={"system": name}, order=order)
         _jit.store_source(key, source, {"system": str(name), "n_state": shape["n_state"]})
     timings = {"generate": time.perf_counter() - t0}
     fixed = "" if order is None else f" unrolled for order {order}"
@@ -669,5 +682,6 @@ def compile_taylor(
         params=shape["params"],
         generated=generated,
         flags=_core.HAS["taylor"],
+        _taylor_size=size,
         **loaded,
     )

@@ -755,7 +755,7 @@ class VectorField:
             If the right-hand side uses a function the Taylor method cannot expand.
         """
         general = memo(self, "taylor", lambda: compile_taylor(self._taylor_code(), self.name))
-        if order is None or not unroll_pays(general.source, order):
+        if order is None or not unroll_pays(general.taylor_size, order):
             return general
         return memo(
             self,

@@ -17,7 +17,7 @@ import nhfast.codegen.taylor.cost as taylor_cost
 from nhfast import _abi, _core
 from nhfast._core import taylor_order
 from nhfast.codegen import generate_taylor_c, unroll_pays
-from nhfast.codegen.taylor import cost_order, unrolled_terms
+from nhfast.codegen.taylor import TaylorSize, cost_order, generate_taylor, unrolled_terms
 
 TOL = 1e-13  # order 16
 
@@ -53,11 +53,22 @@ def test_order_from_the_tolerance_matches_the_core():
 
 
 def test_unroll_pays_for_small_right_hand_sides_only():
-    small = generate_taylor_c(henon_heiles("hh small").kernel_set(()))
-    large = generate_taylor_c(chain(12, "chain 12").kernel_set(()))
+    small = generate_taylor(henon_heiles("hh small").kernel_set(())).size
+    large = generate_taylor(chain(12, "chain 12").kernel_set(())).size
     assert unroll_pays(small, 16)
     assert not unroll_pays(large, 16)
     assert unrolled_terms(small, 16) < unrolled_terms(small, 20) < unrolled_terms(large, 16)
+    assert unrolled_terms(None, 4) == float("inf")
+    assert not unroll_pays(TaylorSize(0, float("inf")), 2)
+
+
+def test_a_source_records_its_size():
+    """The size a source records (for a source from the cache) is its tape's."""
+    for field in (henon_heiles("hh record"), chain(5, "chain record")):
+        source, size = generate_taylor(field.kernel_set(()))
+        assert TaylorSize.from_source(source) == size
+        assert unrolled_terms(source, 16) == unrolled_terms(size, 16)
+    assert TaylorSize.from_source("/* no record */") is None
     assert unrolled_terms("/* no record */", 4) == float("inf")
 
 
@@ -128,9 +139,9 @@ def test_integrate_compiles_the_order_it_runs_at():
 
     field = henon_heiles("hh integrate order")
     x0 = states(2)
-    source = field.compile_taylor().source
+    size = field.compile_taylor().taylor_size
     for tol, p0 in [(1e-6, 8), (1e-12, 15)]:
-        p = cost_order(source, 4, p0)
+        p = cost_order(size, 4, p0)
         assert p0 < p <= 2 * p0
         assert peek(field, ("taylor", p)) is None
         res = nh.integrate(field, x0, [0.0, 1.0], method="taylor", rtol=tol, atol=tol)
@@ -179,9 +190,9 @@ def test_no_compiler_inside_a_loop_over_tolerances(monkeypatch, tmp_path):
         )
     assert threading.current_thread().name not in compiled_in  # only background builds
     assert _background.wait(60)
-    source = field.compile_taylor().source
+    size = field.compile_taylor().taylor_size
     for tol, p0 in [(1e-9, 12), (1e-12, 15)]:
-        assert peek(field, ("taylor", cost_order(source, 4, p0))) is not None
+        assert peek(field, ("taylor", cost_order(size, 4, p0))) is not None
         again = nh.integrate(field, x0, [0.0, 2.0], method="taylor", rtol=tol, atol=tol).y
         for y in runs[tol]:
             assert np.array_equal(y, again)
@@ -190,7 +201,7 @@ def test_no_compiler_inside_a_loop_over_tolerances(monkeypatch, tmp_path):
     compiled_in.clear()
     field2 = henon_heiles("hh loop, builds in the call")
     nh.integrate(field2, x0, [0.0, 2.0], method="taylor", rtol=1e-8, atol=1e-8)
-    p = cost_order(field2.compile_taylor().source, 4, 11)
+    p = cost_order(field2.compile_taylor().taylor_size, 4, 11)
     assert peek(field2, ("taylor", p)) is not None
     assert set(compiled_in) == {threading.current_thread().name}
 
@@ -209,7 +220,7 @@ def test_cost_order_against_its_model():
         return w * math.exp(2 * pe / p + 0.7 / (p - 1))
 
     for conv, lin, n in [(3, 6, 4), (0, 2, 2), (31, 53, 8), (391, 833, 128), (66, 193, 64)]:
-        src = f"/* {taylor_cost.COST_TAG} conv={conv} lin={lin} */"
+        src = TaylorSize(conv, lin)
         for p0 in (2, 8, 12, 17):
             p = cost_order(src, n, p0)
             assert p0 < p <= 2 * p0  # above p0: the accuracy of the rule at p0 + 1
@@ -218,8 +229,8 @@ def test_cost_order_against_its_model():
         for p0 in (18, 19):  # the rule at p0 + 1 asks for less than round-off: p0 competes
             p = cost_order(src, n, p0)
             assert p == min(range(p0, 2 * p0 + 1), key=lambda q: model(conv, lin, n, p0, q))
-    small = f"/* {taylor_cost.COST_TAG} conv=3 lin=6 */"
-    large = f"/* {taylor_cost.COST_TAG} conv=391 lin=833 */"
+    small, large = TaylorSize(3, 6), TaylorSize(391, 833)
     assert cost_order(small, 4, 12) > cost_order(large, 128, 12) >= 12
+    assert cost_order(TaylorSize(3, float("inf")), 4, 12) == 12
     assert cost_order(f"/* {taylor_cost.COST_TAG} conv=3 lin=inf */", 4, 12) == 12
     assert cost_order(None, 4, 12) == cost_order("no record", 4, 12) == 12
