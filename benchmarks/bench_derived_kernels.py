@@ -202,8 +202,8 @@ def measure(n: int, inertia: str, harness: Harness, rounds: int = ROUNDS,
                 best[kernel, k] = min(best.get((kernel, k), np.inf), v)
     sizes = {
         k: dict(
-            taylor_conv=taylor_size(f.compile_taylor().source)[0],
-            taylor_other=taylor_size(f.compile_taylor().source)[1],
+            taylor_conv=taylor_size(f.compile_taylor().taylor_size)[0],
+            taylor_other=taylor_size(f.compile_taylor().taylor_size)[1],
             rhs_operations=rhs_operations(progs[k][0]),
         )
         for k, f in fields.items()

@@ -498,8 +498,8 @@ def _source_name(key: str) -> str:
     return f"s{key[:40]}"
 
 
-def _read_source(entry: Path, key: str) -> str | None:
-    """The source of a valid entry for ``key``; None if it is absent or corrupted."""
+def _read_source(entry: Path, key: str) -> tuple[str, dict] | None:
+    """The source and metadata of a valid entry for ``key``; None if absent or corrupted."""
     try:
         meta = json.loads((entry / "meta.json").read_text())
         data = (entry / "kernel.c").read_bytes()
@@ -509,13 +509,14 @@ def _read_source(entry: Path, key: str) -> str | None:
             or _keys.bytes_checksum(data) != meta.get("sha256")
         ):
             return None
-        return data.decode("utf-8")
+        return data.decode("utf-8"), meta
     except (OSError, ValueError, TypeError, AttributeError):
         return None
 
 
-def cached_source(key: str) -> str | None:
-    """The generated source stored under ``key`` (:func:`store_source`), or None.
+def cached_source_entry(key: str) -> tuple[str, dict] | None:
+    """The generated source stored under ``key`` (:func:`store_source`) and the metadata
+    stored with it, or None.
 
     Looks in :func:`cache_dir` and in this process's private cache. An entry whose checksum
     or key does not match is moved aside and removed (the caller generates the source again).
@@ -532,11 +533,23 @@ def cached_source(key: str) -> str | None:
             entry = root / name
             if not os.path.lexists(entry):
                 continue
-            text = _read_source(entry, key)
-            if text is not None:
-                return text
+            got = _read_source(entry, key)
+            if got is not None:
+                return got
             _quarantine(entry)
     return None
+
+
+def cached_source(key: str) -> str | None:
+    """The source of :func:`cached_source_entry`, or None.
+
+    Parameters
+    ----------
+    key : str
+        Hex digest of the symbolic input (at least 40 digits).
+    """
+    got = cached_source_entry(key)
+    return None if got is None else got[0]
 
 
 def store_source(key: str, source: str, meta: dict | None = None) -> Path | None:

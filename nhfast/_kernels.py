@@ -102,8 +102,8 @@ class CompiledSystem:
         None otherwise.
     taylor_size : nhfast.codegen.taylor.TaylorSize or None
         Of a Taylor kernel, its size (what :func:`nhfast.codegen.cost_order` and
-        :func:`nhfast.codegen.unroll_pays` take): from its tape when this process generated
-        it, else the size its source records; None for other kernels.
+        :func:`nhfast.codegen.unroll_pays` take): from its tape, stored with the cached
+        source; None for other kernels.
     """
 
     backend: str
@@ -130,8 +130,6 @@ class CompiledSystem:
     @property
     def taylor_size(self) -> TaylorSize | None:
         """A Taylor kernel's size (see the class's attributes); None for other kernels."""
-        if self._taylor_size is None and self.flags & HAS["taylor"]:
-            self._taylor_size = TaylorSize.from_source(self.source)
         return self._taylor_size
 
     @property
@@ -660,15 +658,17 @@ def compile_taylor(
     shape = _shape(code)
     t0 = time.perf_counter()
     key = _keys.taylor_key(_generator_fingerprint(), taylor_digest(code), name, order)
-    source = _jit.cached_source(key)
-    generated = source is None
-    if cached_only and (source is None or _jit.loaded_library(source) is None):
+    entry = _jit.cached_source_entry(key)
+    source, size = (None, None) if entry is None else (entry[0], entry[1].get("taylor_size"))
+    size = None if size is None else TaylorSize.from_meta(size)
+    generated = source is None or size is None  # an entry without the tape's size: again
+    if cached_only and (generated or _jit.loaded_library(source) is None):
         return None
-    size = None  # from the tape; a cached source's record otherwise (CompiledSystem)
-    if source is None:
+    if generated:
         with _progress.stage(f"generating the Taylor kernel of {name!r}"):
             source, size = generate_taylor(code, provenance={"system": name}, order=order)
-        _jit.store_source(key, source, {"system": str(name), "n_state": shape["n_state"]})
+        meta = {"system": str(name), "n_state": shape["n_state"], "taylor_size": size.as_meta()}
+        _jit.store_source(key, source, meta)
     timings = {"generate": time.perf_counter() - t0}
     fixed = "" if order is None else f" unrolled for order {order}"
     label = f"compiling the Taylor kernel of {name!r}{fixed} ({len(source) // 1000} kB)"

@@ -32,16 +32,15 @@ from nhfast.codegen._printer import banner
 from nhfast.codegen.ckernels import KernelSet, kernel_set_digest
 from nhfast.codegen.indexed import IndexedProgram
 from nhfast.codegen.structured import program_digest
-from nhfast.codegen.taylor.cost import (
-    COST_TAG,
-    TaylorSize,
-    tape_size,
-)
 from nhfast.codegen.taylor.cost import HORNER_WEIGHT as HORNER_WEIGHT
 from nhfast.codegen.taylor.cost import STEP_TERMS as STEP_TERMS
 from nhfast.codegen.taylor.cost import STEP_TERMS_PER_STATE as STEP_TERMS_PER_STATE
 from nhfast.codegen.taylor.cost import UNROLL_TERMS as UNROLL_TERMS
 from nhfast.codegen.taylor.cost import UNROLL_TERMS_ONE_LANE as UNROLL_TERMS_ONE_LANE
+from nhfast.codegen.taylor.cost import (
+    TaylorSize,
+    tape_size,
+)
 from nhfast.codegen.taylor.cost import cost_order as cost_order
 from nhfast.codegen.taylor.cost import taylor_size as taylor_size
 from nhfast.codegen.taylor.cost import unroll_pays as unroll_pays
@@ -58,8 +57,6 @@ __all__ = [
 
 #: Lanes per pass of a Taylor kernel (smaller remainders run in passes of 4, 2, 1 lanes).
 TAYLOR_CHUNK = 8
-
-_COST_TAG = COST_TAG  # the name before the split
 
 
 class TaylorSource(NamedTuple):

@@ -4,15 +4,13 @@ the tape), the terms of a pass unrolled for one order, and the order of least wo
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 from nhfast._abi import TAYLOR_MAX_ORDER
 from nhfast.codegen.taylor.tape import Tape
 
-#: The source comment that records a kernel's size (see :meth:`TaylorSize.record`).
+#: The source comment that shows a reader the kernel's size (see :meth:`TaylorSize.record`).
 COST_TAG = "nht-cost:"
-_COST = re.compile(re.escape(COST_TAG) + r" conv=(\d+) lin=(\d+|inf)")
 
 #: A pass for one fixed order is generated when its unrolled convolutions have at most this
 #: many terms per lane; the one-lane pass only up to :data:`UNROLL_TERMS_ONE_LANE`. Larger
@@ -60,14 +58,18 @@ class TaylorSize:
         """The comment text that records the size in a generated source."""
         return f"{COST_TAG} conv={self.conv} lin={'inf' if math.isinf(self.lin) else int(self.lin)}"
 
+    def as_meta(self) -> list:
+        """The size as JSON (stored with a cached source): ``[conv, lin]``, ``lin`` None for
+        ``inf``."""
+        return [self.conv, None if math.isinf(self.lin) else self.lin]
+
     @classmethod
-    def from_source(cls, source: str | None) -> TaylorSize | None:
-        """The size a generated source records (:meth:`record`), or None: for a kernel source
-        loaded from the cache, whose tape this process did not build."""
-        m = None if source is None else _COST.search(source)
-        if m is None:
+    def from_meta(cls, value: object) -> TaylorSize | None:
+        """The size :meth:`as_meta` stored, or None when ``value`` is not one."""
+        if not isinstance(value, list) or len(value) != 2 or not isinstance(value[0], int):
             return None
-        return cls(int(m.group(1)), float(m.group(2)))
+        lin = value[1]
+        return cls(value[0], math.inf if lin is None else float(lin))
 
 
 def tape_size(tape: Tape) -> TaylorSize:
@@ -84,17 +86,13 @@ def tape_size(tape: Tape) -> TaylorSize:
     return TaylorSize(conv, lin)
 
 
-def _size(size: TaylorSize | str | None) -> TaylorSize | None:
-    return TaylorSize.from_source(size) if isinstance(size, str) else size
-
-
-def taylor_size(size: TaylorSize | str | None) -> tuple[int, float]:
+def taylor_size(size: TaylorSize | None) -> tuple[int, float]:
     """``(convolutions, other operations)`` per order and lane of a Taylor kernel.
 
     Parameters
     ----------
-    size : TaylorSize or str or None
-        The kernel's size, or its C source (the size it records); None: not known.
+    size : TaylorSize or None
+        The kernel's size; None: not known.
 
     Returns
     -------
@@ -102,19 +100,19 @@ def taylor_size(size: TaylorSize | str | None) -> tuple[int, float]:
         ``(conv, lin)``, each counted per component (``inf`` operations for a kernel with
         linear solves; ``(0, inf)`` if the size is not known).
     """
-    s = _size(size)
+    s = size
     return (0, math.inf) if s is None else (s.conv, s.lin)
 
 
-def unrolled_terms(size: TaylorSize | str | None, order: int) -> float:
-    """Terms per lane of a Taylor kernel of ``size`` (or its source) with its loops over the
+def unrolled_terms(size: TaylorSize | None, order: int) -> float:
+    """Terms per lane of a Taylor kernel of ``size`` with its loops over the
     orders unrolled at ``order`` (a convolution at order k has about k + 1; inf if the size
     is not known)."""
-    s = _size(size)
+    s = size
     return math.inf if s is None else s.terms(order)
 
 
-def cost_order(size: TaylorSize | str | None, n_state: int, p0: int) -> int:
+def cost_order(size: TaylorSize | None, n_state: int, p0: int) -> int:
     """The order of least work per unit time for a Taylor kernel of ``size``, with the
     accuracy of the tolerance's order ``p0``.
 
@@ -143,9 +141,9 @@ def cost_order(size: TaylorSize | str | None, n_state: int, p0: int) -> int:
 
     Parameters
     ----------
-    size : TaylorSize or str or None
-        The size of a Taylor kernel (:func:`nhfast.codegen.generate_taylor`), or its C source
-        (the size it records); None: not known.
+    size : TaylorSize or None
+        The size of a Taylor kernel (:func:`nhfast.codegen.taylor.generate_taylor`); None: not
+        known.
     n_state : int
         Its number of states.
     p0 : int
@@ -155,7 +153,7 @@ def cost_order(size: TaylorSize | str | None, n_state: int, p0: int) -> int:
     -------
     int
     """
-    s = _size(size)
+    s = size
     if s is None or not s.known or p0 < 2:
         return p0
     a = STEP_TERMS + STEP_TERMS_PER_STATE * n_state
@@ -172,15 +170,15 @@ def cost_order(size: TaylorSize | str | None, n_state: int, p0: int) -> int:
     return min(range(p0 + 1 if reachable else p0, top + 1), key=work)
 
 
-def unroll_pays(size: TaylorSize | str | None, order: int) -> bool:
+def unroll_pays(size: TaylorSize | None, order: int) -> bool:
     """Whether a Taylor kernel for the fixed ``order`` is worth generating beside the general
-    kernel of the same system, of ``size`` (or its source): at most :data:`UNROLL_TERMS`
+    kernel of the same system, of ``size``: at most :data:`UNROLL_TERMS`
     terms.
 
     Parameters
     ----------
-    size : TaylorSize or str or None
-        The general kernel's size, or its C source; None: not known (never pays).
+    size : TaylorSize or None
+        The general kernel's size; None: not known (never pays).
     order : int
         The order.
 
