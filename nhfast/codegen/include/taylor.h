@@ -59,23 +59,11 @@ static inline double nht_fma_d(double a, double b, double c) { return a * b + c;
 #define NHT_UNROLL
 #define NHT_FMA nht_fma_d
 #define NHT_T double
-#define NHT(f) f##_1
+#define NHT_NAME(f) f##_1
+#define NHT_NAME_FIXED(f) f##_1u
 #define NHT_LANES 1
 #define NHT_ZERO 0.0
-#include "taylor_ops.h"
-#ifdef NHT_FIXED_ORDER
-#undef NHT
-#undef NHT_UNROLL
-#define NHT_UNROLL _Pragma("GCC unroll 64")
-#define NHT(f) f##_1u
-#include "taylor_ops.h"
-#undef NHT_UNROLL
-#define NHT_UNROLL
-#endif
-#undef NHT_T
-#undef NHT
-#undef NHT_LANES
-#undef NHT_ZERO
+#include "taylor_instance.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define NHT_HAVE_VEC 1
@@ -110,23 +98,11 @@ static inline nht_vw nht_fma_v(nht_vw a, nht_vw b, nht_vw c) {
 #undef NHT_FMA
 #define NHT_FMA nht_fma_v
 #define NHT_T nht_vw
-#define NHT(f) f##_v
+#define NHT_NAME(f) f##_v
+#define NHT_NAME_FIXED(f) f##_vu
 #define NHT_LANES NHT_VW
 #define NHT_ZERO ((nht_vw){0.0})
-#include "taylor_ops.h"
-#ifdef NHT_FIXED_ORDER
-#undef NHT
-#undef NHT_UNROLL
-#define NHT_UNROLL _Pragma("GCC unroll 64")
-#define NHT(f) f##_vu
-#include "taylor_ops.h"
-#undef NHT_UNROLL
-#define NHT_UNROLL
-#endif
-#undef NHT_T
-#undef NHT
-#undef NHT_LANES
-#undef NHT_ZERO
+#include "taylor_instance.h"
 #else
 #define NHT_HAVE_VEC 0
 #define NHT_VW 1
