@@ -12,6 +12,9 @@ Gauss step of length ``dtau in [0, h]``, found by Newton's method on ``t(tau_k +
 to ``8 eps (|t*| + 1)`` (the observable ``time_residual``). The grid is never perturbed and
 there is no interpolation: the error at an output is the scheme's global error (order 2, 4
 or 6 for ``midpoint``, ``gauss4``, ``gauss6``).
+
+Reference: García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems
+revisited".
 """
 
 from __future__ import annotations

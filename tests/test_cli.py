@@ -258,8 +258,9 @@ def test_cache_dir_that_is_a_file(tmp_path, monkeypatch, capsys):
 
 
 def test_check_hamiltonisation_not_phi_simple_agrees_with_the_seed(tmp_path, capsys):
-    # particle with a = 1/2: the numerical Hamiltonisation checks fail, as seed 004 Section 4.1
-    # says they must; the report counts that agreement as PASS and keeps the finding
+    # particle with a = 1/2: the numerical Hamiltonisation checks fail, as García-Naranjo &
+    # Marrero (2020), Sec. 4.1 says they must; the report counts that agreement as PASS and keeps
+    # the finding
     argv = ["check", "hamiltonisation", "particle", "--lanes", "4", "--out", str(tmp_path)]
     code, out, err = _run(argv + ["--no-plots", "--quiet"], capsys)
     assert code == 0, out + err
@@ -267,7 +268,8 @@ def test_check_hamiltonisation_not_phi_simple_agrees_with_the_seed(tmp_path, cap
     numeric = [c for c in data["checks"] if "(symbolic)" not in c["name"]]
     assert numeric and all(c["holds"] is True for c in numeric)
     assert all(c["figures"]["expected"] == "fails" for c in numeric)
-    assert all("fails, as expected (seed 004 Section 4.1" in c["statement"] for c in numeric)
+    cited = "fails, as expected (García-Naranjo & Marrero (2020), Sec. 4.1"
+    assert all(cited in c["statement"] for c in numeric)
 
 
 def test_run_that_cannot_finish_exits_1_with_one_line(tmp_path, capsys, monkeypatch):

@@ -1,5 +1,7 @@
 """Hamiltonisation checks for Chaplygin systems (García-Naranjo and Marrero 2020, Sec. 3.4-3.5).
 
+García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems revisited".
+
 Every check returns a :class:`nhfast.analysis.result.Check`:
 
 * :func:`phi_simplicity` -- symbolic: ``C^k_ij = delta^k_i d_j phi - delta^k_j d_i phi``
@@ -641,7 +643,7 @@ def hamiltonisation_report(
         bad = [c.name for c in checks if not c.holds]
         stmt = "phi-simple, but some checks fail: " + "; ".join(bad)
     verdict = Check(
-        "Hamiltonisable by dt = exp(-phi) dtau (seed 004 Cor. 3.22)",
+        "Hamiltonisable by dt = exp(-phi) dtau (García-Naranjo & Marrero (2020), Cor. 3.22)",
         ok if symbolic is not None else None,
         stmt,
         {"r": r},

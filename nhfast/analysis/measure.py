@@ -54,6 +54,9 @@ Gelfand-Leray form of the level sets, so the ambient defect along a trajectory o
 the defect of ``rho sigma`` on the manifold.  ``sigma`` is the Liouville volume of the level set
 up to the factor ``|det {F_i, F_j}|^(1/2)`` (a constant, ``|gamma|^2 = 1``, for ``T*S^{n-1}``).
 :func:`flow_map_determinant` measures the flow on the manifold directly (see there).
+
+Reference: García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems
+revisited".
 """
 
 from __future__ import annotations

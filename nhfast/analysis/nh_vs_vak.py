@@ -2,7 +2,9 @@
 
 For given initial data ``(q0, v0)`` on the constraint submanifold, :func:`run_nonholonomic`
 integrates, in one batch through :func:`nhfast.integrate.integrate`, the nonholonomic (NH) flow
-together with the linear multiplier ODE of Jozwikowski & Respondek (2019), Sec. 2.7::
+together with the linear multiplier ODE derived here from Jóźwikowski & Respondek (2019), "A
+comparison of vakonomic and nonholonomic dynamics with applications to non-invariant Chaplygin
+systems", Lemma 4.10 (the paper does not state it in this form)::
 
     qdot = e(q) v,   vdot = a(q, v),                          (NH flow, raw coordinates)
     Phidot = -KS^T Phi,  Phi(0) = I,                          (fundamental matrix)
@@ -17,6 +19,9 @@ solution, Thm. 4.8(a)).  :func:`vakonomic_is_nonholonomic_check` tests given VAK
 samples ``(q, qdot, mu)`` pointwise (Thm. 4.8(c)).
 
 Symbols and signs: :mod:`nhfast.symbolic.vakonomic.nh_vs_vak` (the convention of ``_forms``).
+
+References: Crampin & Mestdag (2010), "Anholonomic frames in constrained dynamics"; Mestdag &
+Crampin (2010), "Nonholonomic systems as restricted Euler-Lagrange systems".
 """
 
 from __future__ import annotations
@@ -283,7 +288,10 @@ def run_nonholonomic(
 
 
 def vakonomic_check(run: NonholonomicRun, tol: float = 1e-7) -> Check:
-    """Is each NH trajectory of ``run`` vakonomic?  Seed 000, Sec. 2.7 / Lemma 4.10.
+    """Is each NH trajectory of ``run`` vakonomic?
+
+    The test is derived here from Jóźwikowski & Respondek (2019), Lemma 4.10 (not stated in the
+    paper in this form).
 
     Per trajectory, solve ``A(t_s) Phi(t_s) mu0 = -A(t_s) mu_p(t_s)`` over all output times by
     least squares (``A = KE^T``).  ``residual`` is the root-mean-square of the stacked
@@ -342,7 +350,8 @@ def vakonomic_check(run: NonholonomicRun, tol: float = 1e-7) -> Check:
             f"{res.max():.2g} > {tol:g} (1 + scale)"
         )
     return Check(
-        name="nonholonomic trajectory is vakonomic (Jozwikowski & Respondek 2019, Sec. 2.7)",
+        name="nonholonomic trajectory is vakonomic (test derived here from Jóźwikowski & "
+        "Respondek (2019), Lemma 4.10)",
         holds=holds,
         statement=statement,
         figures={
@@ -367,7 +376,9 @@ def vakonomic_check(run: NonholonomicRun, tol: float = 1e-7) -> Check:
 
 
 def unconstrained_check(run: NonholonomicRun, tol: float = 1e-7) -> Check:
-    """Is each NH trajectory of ``run`` a free Euler-Lagrange solution?  Seed 000 Thm. 4.8(a).
+    """Is each NH trajectory of ``run`` a free Euler-Lagrange solution?
+
+    Jóźwikowski & Respondek (2019), Thm. 4.8(a).
 
     The NH multiplier ``lambda(t)`` (``E(L) = W^T lambda``) must vanish; the figure is
     ``max_t |lambda(t)|`` per trajectory, declared zero when ``<= tol``.
@@ -418,7 +429,9 @@ def vakonomic_is_nonholonomic_check(
     tol: float = 1e-8,
     data: NonholonomicData | None = None,
 ) -> Check:
-    """Is a VAK trajectory with multipliers ``mu`` nonholonomic?  Seed 000 Thm. 4.8(c).
+    """Is a VAK trajectory with multipliers ``mu`` nonholonomic?
+
+    Jóźwikowski & Respondek (2019), Thm. 4.8(c).
 
     Pointwise test ``mu_a domega^a(qdot, e_j) = 0`` for the fields ``e_j`` of D on samples of
     the trajectories (multipliers of ``L + mu_a omega^a(qdot)``).
@@ -487,8 +500,9 @@ def vakonomic_is_nonholonomic_check(
 
 #: The routes of :func:`nonholonomic_is_vakonomic`: name -> the evidence it gives.
 ROUTES: dict[str, str] = {
-    "coordinates": "symbolic, for every trajectory: the multiplier conditions of J-R 2019 "
-    "Sec. 2.7 / Thm. 4.8(c) propagated along the NH flow until their rank stops growing",
+    "coordinates": "symbolic, for every trajectory: the multiplier conditions (derived here "
+    "from Jóźwikowski & Respondek (2019), Lemma 4.10 and Thm. 4.8(c); not stated in the paper "
+    "in this form) propagated along the NH flow until their rank stops growing",
     "frame": "symbolic, sufficient: strong consistency of a multiplier section in an adapted "
     "frame (Crampin & Mestdag 2010, Cor. 1); default section the Chaplygin momenta",
     "restriction": "symbolic, sufficient: the frame route and, independently, the "
@@ -496,7 +510,8 @@ ROUTES: dict[str, str] = {
     "Prop. 2)",
     "trajectories": "numeric, per trajectory: NH flow and multiplier ODE integrated in one "
     "batch, the condition KE^T mu(t) = 0 solved for mu(0) by least squares over the output "
-    "times (J-R 2019 Sec. 2.7, Lemma 4.10)",
+    "times (derived here from Jóźwikowski & Respondek (2019), Lemma 4.10; not stated in the "
+    "paper in this form)",
 }
 
 
@@ -516,7 +531,7 @@ def _route_call(route: str) -> Any:
 def nonholonomic_is_vakonomic(system: Any, route: str = "coordinates", **options: Any) -> Check:
     """Is (every) nonholonomic motion of ``system`` vakonomic?  One question, several routes.
 
-    Seed 000 (Jozwikowski & Respondek 2019) asks (Q1): is every NH trajectory a VAK one, for
+    Jóźwikowski & Respondek (2019) ask (Q1): is every NH trajectory a VAK one, for
     some multipliers?  The routes answer it with different evidence:
 
     ``"coordinates"`` (default)

@@ -9,6 +9,10 @@ coordinate multipliers of :mod:`nhfast.symbolic.vakonomic._forms` (default 0), m
 ``mu0`` (a :class:`~nhfast.errors.HolonomicConstraintsWarning` says so); otherwise they
 separate unless special multipliers are chosen (e.g. ``mu = -p_a`` for the vertical disk,
 Crampin & Mestdag 2010, Thm. 2).
+
+References: Crampin & Mestdag (2010), "Anholonomic frames in constrained dynamics"; Martínez, Cortés
+& de León (2000), "The geometrical theory of constraints applied to the dynamics of vakonomic
+mechanical systems: the vakonomic bracket".
 """
 
 from __future__ import annotations

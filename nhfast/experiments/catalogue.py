@@ -4,8 +4,11 @@ Each :class:`Example` builds an :class:`Instance`: the vector field that is inte
 parameters, a sampler of initial states, the energy and constraint observables, and what the
 sources claim about an invariant measure and Hamiltonisation (:class:`Expectation`,
 :class:`MeasureClaim`), which :mod:`nhfast.experiments.checks` tests. Claims are those of
-García-Naranjo & Marrero (2020): the Veselova body on SO(n) (Thm 4.3), the nonholonomic particle
-(Section 4.1), the vertical disk (Section 3.1); the sleigh's ``d Theta != 0`` is computed.
+García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems revisited": the
+Veselova body on SO(n) (Thm. 4.3), the nonholonomic particle (Sec. 4.1), the vertical disk
+(Sec. 3.1); the sleigh's ``d Theta != 0`` is computed. For the Veselova body with an inertia
+other than ``A Om A`` the claimed density ``det(K_gamma)^(-1/2)`` is derived here from the
+paper's Sec. 4.2; the paper does not state it.
 
 The Veselova example has an inertia option (``"a-omega-a"``, ``"physical"``, ``"pairwise"``).
 The ``A Om A`` inertia up to ``n = STRUCTURED_N`` builds the unrolled SymPy field and the
@@ -324,7 +327,7 @@ INERTIA_TEXT = {
     for name, spec in _NAMED_INERTIAS.items()
     for values in [
         {
-            "a-omega-a": "a_i = 1 + i/n (seed 004)",
+            "a-omega-a": "a_i = 1 + i/n (the inertia of García-Naranjo & Marrero (2020), (4.5))",
             "physical": "j_i = 1 + i/n",
             "pairwise": "H_ij = j_i + j_j, j_i = 1 + i/n (dense solve)",
         }[name]
@@ -384,7 +387,7 @@ def _build_veselova(n: int | None, inertia: str = "a-omega-a") -> Instance:
             sigma=log_density(n, c),
             phi_simple=True,
             phi=phi(c),
-            source="seed 004 Theorem 4.3",
+            source="García-Naranjo & Marrero (2020), Thm. 4.3",
             sigma_text=f"{exponent} ln (A gamma, gamma)",
             phi_text="-1/2 ln (A gamma, gamma)",
         ),
@@ -394,7 +397,7 @@ def _build_veselova(n: int | None, inertia: str = "a-omega-a") -> Instance:
                 c_emb**exponent,
                 True,
                 f"(A gamma, gamma)^({exponent})",
-                "seed 004 Theorem 4.3",
+                "García-Naranjo & Marrero (2020), Thm. 4.3",
             ),
             MeasureClaim(
                 sp.Integer(1),
@@ -437,7 +440,7 @@ def _build_veselova_structured(n: int, inertia: str) -> Instance:
             sigma=None,
             phi_simple=True,
             phi=None,
-            source="seed 004 Theorem 4.3",
+            source="García-Naranjo & Marrero (2020), Thm. 4.3",
             sigma_text=f"{exponent} ln (A gamma, gamma)",
             phi_text="-1/2 ln (A gamma, gamma)",
         )
@@ -449,12 +452,15 @@ def _build_veselova_structured(n: int, inertia: str) -> Instance:
         expected = Expectation(
             basic_measure=True,
             sigma=None,
-            # phi-simple only where the inertia is of the seed's form A Om A (n = 3)
+            # phi-simple only where the inertia is of the paper's form A Om A (n = 3)
             phi_simple=n == 3,
             phi=None,
-            # derived in the digest (Sec. 4.4, O18), not claimed by the paper; det K_gamma is
-            # the reduced metric on gamma^perp, the chart-free form of det K gamma_n^2
-            source="seed 004 digest Sec. 4.4 (any inertia)",
+            # derived here (checklist O18), not claimed by the paper; det K_gamma is the reduced
+            # metric on gamma^perp, the chart-free form of det K gamma_n^2
+            source=(
+                "a result derived here from García-Naranjo & Marrero (2020), Sec. 4.2, for any "
+                "inertia (not stated in the paper)"
+            ),
             sigma_text="-1/2 ln det K_gamma",
         )
     source = expected.source
@@ -549,18 +555,36 @@ def _build_particle(a_value: float) -> Instance:
     lebesgue = "Lebesgue dx dy dp (basic, sigma = 0)"
     if a_value == 0:
         text = "-1/2 ln(1 + y^2)"
-        expected = Expectation(True, sigma, True, sigma, "seed 004 Section 4.1 (a = 0)", text, text)
+        expected = Expectation(
+            True,
+            sigma,
+            True,
+            sigma,
+            "García-Naranjo & Marrero (2020), Sec. 4.1 (a = 0)",
+            text,
+            text,
+        )
         log_rho: sp.Expr | None = sigma.subs(y, vf.states[1])
         claims = [
-            MeasureClaim(sp.exp(log_rho), True, "(1 + y^2)^(-1/2)", "seed 004 Section 4.1 (a = 0)"),
+            MeasureClaim(
+                sp.exp(log_rho),
+                True,
+                "(1 + y^2)^(-1/2)",
+                "García-Naranjo & Marrero (2020), Sec. 4.1 (a = 0)",
+            ),
             MeasureClaim(sp.Integer(1), False, lebesgue, "the density above is not constant"),
         ]
     else:
-        expected = Expectation(False, None, False, None, "seed 004 Section 4.1 (a != 0)")
+        expected = Expectation(
+            False, None, False, None, "García-Naranjo & Marrero (2020), Sec. 4.1 (a != 0)"
+        )
         log_rho = None
         claims = [
             MeasureClaim(
-                sp.Integer(1), False, lebesgue, "seed 004 Section 4.1: no basic measure, a != 0"
+                sp.Integer(1),
+                False,
+                lebesgue,
+                "García-Naranjo & Marrero (2020), Sec. 4.1: no basic measure, a != 0",
             )
         ]
     return Instance(
@@ -590,11 +614,22 @@ def _build_disk(_n: int | None) -> Instance:
         log_density=sp.Integer(0),
         chaplygin=system,
         expected=Expectation(
-            True, sp.Integer(0), True, sp.Integer(0), "seed 004 Section 3.1 (C = 0)", "0", "0"
+            True,
+            sp.Integer(0),
+            True,
+            sp.Integer(0),
+            "García-Naranjo & Marrero (2020), Sec. 3.1 (C = 0)",
+            "0",
+            "0",
         ),
         t_end=10.0,
         measure_claims=[
-            MeasureClaim(sp.Integer(1), True, "Lebesgue ds dp", "seed 004 Section 3.1: C = 0")
+            MeasureClaim(
+                sp.Integer(1),
+                True,
+                "Lebesgue ds dp",
+                "García-Naranjo & Marrero (2020), Sec. 3.1: C = 0",
+            )
         ],
         **_reduced_chart(vf, "reduced chart (phi, theta, p_phi, p_theta)", values),
     )

@@ -7,6 +7,9 @@ Def. 3.19) and from :mod:`nhfast.analysis` (measure defects, density discovery, 
 This module maps claims to those calls and builds :class:`~nhfast.analysis.result.Check`
 objects; every derivative, divergence, flow determinant and kernel evaluation of the structured
 checks is computed in :mod:`nhfast.analysis.measure`.
+
+Reference: García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems
+revisited".
 """
 
 from __future__ import annotations

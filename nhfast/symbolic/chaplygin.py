@@ -13,6 +13,9 @@ Conventions (checked against the paper):
 * Hamiltonisation (Corollary 3.22 made explicit): ``dt = exp(-phi) dtau``,
   ``ptilde = exp(phi) p``, ``Htilde(s, ptilde) = H(s, exp(-phi) ptilde)``; in ``tau`` the
   equations are canonical in ``(s, ptilde)``.
+
+Reference: García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems
+revisited".
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Nonholonomic equations of motion as plain SymPy output.
 
-Three forms (DESIGN section 4; seed 004 Section 2.2 and (3.17); seed 001 [S2.2-6]/[S3-8]):
+Three forms (García-Naranjo & Marrero (2020), Sec. 2.2 and (3.17); Crampin & Mestdag (2010),
+Secs. 2.2 and 3):
 
 (a) :func:`almost_poisson_equations` -- on ``D*`` with states ``(q, p)``, ``p_i = <<qdot, e_i>>``::
 
@@ -8,7 +9,8 @@ Three forms (DESIGN section 4; seed 004 Section 2.2 and (3.17); seed 001 [S2.2-6
         pdot_i = -rho_i^a dH/dq^a - C^k_ij p_k dH/dp_j,      H = 1/2 K^{ij} p_i p_j + U.
 
 (b) :func:`hamel_equations` -- Lagrange-d'Alembert in quasi-velocities ``v`` (``qdot = rho v``),
-    seed 001 [S2.2-6] restricted to the constraint submanifold ``v^a = 0`` ([S3-8])::
+    the Euler-Lagrange equations in a frame of Crampin & Mestdag (2010), Sec. 2.2, restricted to
+    the constraint submanifold ``v^a = 0`` (their Sec. 3)::
 
         K_ij vdot^j = 1/2 e_i(K_jk) v^j v^k - e_k(K_ij) v^k v^j - R^m_ik g_ml v^k v^l - e_i(U),
 
@@ -16,7 +18,8 @@ Three forms (DESIGN section 4; seed 004 Section 2.2 and (3.17); seed 001 [S2.2-6
     ``g`` the frame metric of the completed frame.  This route never uses ``C`` or the
     projector, so comparing (a) and (b) is a genuine check.
 
-(c) :func:`chaplygin_equations` -- the reduced equations (3.17) of seed 004 on ``T*S``::
+(c) :func:`chaplygin_equations` -- the reduced equations (3.17) of García-Naranjo & Marrero
+    (2020) on ``T*S``::
 
         sdot^i = dH/dp_i,   pdot_i = -dH/ds^i - C^k_ij p_k dH/dp_j.
 
@@ -27,6 +30,9 @@ that are defined by linear systems recorded in ``EquationsOfMotion.solves``: a l
 :class:`LinearSolve` ``(unknowns, matrix, rhs)`` meaning ``matrix * unknowns = rhs``, to be
 solved numerically in order (later solves may use earlier unknowns).
 :meth:`EquationsOfMotion.explicit` eliminates them symbolically if ever wanted.
+
+References: García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems
+revisited"; Crampin & Mestdag (2010), "Anholonomic frames in constrained dynamics".
 """
 
 from __future__ import annotations
@@ -300,7 +306,9 @@ def almost_poisson_equations(
     inverse: Inverse = "auto",
     simplify: Simplifier | str = "default",
 ) -> EquationsOfMotion:
-    """Nonholonomic equations in almost-Poisson form on ``D*`` (seed 004 Prop. 2.1).
+    """Nonholonomic equations in almost-Poisson form on ``D*``.
+
+    García-Naranjo & Marrero (2020), Prop. 2.1.
 
     Parameters
     ----------
@@ -354,7 +362,7 @@ def hamel_equations(
     inverse: Inverse = "auto",
     simplify: Simplifier | str = "default",
 ) -> EquationsOfMotion:
-    """Lagrange-d'Alembert (Hamel) equations in quasi-velocities, seed 001 [S2.2-6]/[S3-8].
+    """Lagrange-d'Alembert (Hamel) equations in quasi-velocities (Crampin & Mestdag 2010, Sec. 3).
 
     Parameters
     ----------
@@ -445,7 +453,7 @@ def chaplygin_equations(
     inverse: Inverse = "auto",
     simplify: Simplifier | str = "default",
 ) -> EquationsOfMotion:
-    """Reduced equations (3.17) of seed 004 on ``T*S`` for a G-Chaplygin system.
+    """Reduced equations on ``T*S`` of a G-Chaplygin system (García-Naranjo & Marrero 2020, (3.17)).
 
     Parameters
     ----------

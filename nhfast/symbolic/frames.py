@@ -1,6 +1,7 @@
 """Frames, Lie brackets and the objects built from them (pure SymPy).
 
-Conventions (seed 001 and seed 004, DESIGN section 4):
+Conventions (those of Crampin & Mestdag (2010), "Anholonomic frames in constrained dynamics",
+and García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems revisited"):
 
 * A vector field on ``Q`` with coordinates ``q`` is a SymPy column ``Matrix`` of its components.
 * A *frame* is a ``Matrix`` whose **columns** are the fields ``X_i = X^a_i d/dq^a``.
@@ -11,8 +12,9 @@ Conventions (seed 001 and seed 004, DESIGN section 4):
   ``P[e_i, e_j] = C^k_ij e_k``.
 * ``K_ij = <<e_i, e_j>>`` is the reduced metric of a frame ``e`` of D;
   ``B_ijl = <<[e_i, e_j], e_l>>``.
-  Then ``C^k_ij K_kl = B_ijl`` (seed 004 (4.15)), which is how ``C`` is computed: a linear solve
-  with the r x r matrix ``K`` (``LUsolve``), never a symbolic inverse of a large matrix.
+  Then ``C^k_ij K_kl = B_ijl`` (García-Naranjo & Marrero (2020), (4.15)), which is how ``C`` is
+  computed: a linear solve with the r x r matrix ``K`` (``LUsolve``), never a symbolic inverse of a
+  large matrix.
 """
 
 from __future__ import annotations
@@ -112,7 +114,7 @@ def anholonomity(
 ) -> sp.MutableDenseNDimArray:
     """Object of anholonomity of a (square) frame: ``[X_i, X_j] = R^k_ij X_k``.
 
-    Solved column by column with ``LUsolve`` (seed 001 [S1-1]:
+    Solved column by column with ``LUsolve`` (Crampin & Mestdag (2010), Sec. 1:
     ``R^k_ij = Xbar^k_l (X^s_i d_s X^l_j - X^s_j d_s X^l_i)``), without forming ``X^{-1}``.
 
     Parameters
@@ -180,7 +182,9 @@ def reduced_metric(metric: Any, frame: Any, simplify: Simplifier = True) -> sp.M
 def bracket_pairings(
     metric: Any, frame: Any, q: Sequence[sp.Symbol], simplify: Simplifier = True
 ) -> sp.MutableDenseNDimArray:
-    """``B[i, j, l] = <<[e_i, e_j], e_l>>`` for the columns of ``frame`` (seed 004 (4.13)/(4.15)).
+    """``B[i, j, l] = <<[e_i, e_j], e_l>>`` for the columns of ``frame``.
+
+    García-Naranjo & Marrero (2020), (4.13)/(4.15).
 
     Parameters
     ----------
@@ -212,7 +216,9 @@ def bracket_pairings(
 def coefficients_from_pairings(
     k: sp.Matrix, b: sp.MutableDenseNDimArray, simplify: Simplifier = True
 ) -> sp.MutableDenseNDimArray:
-    """Solve ``C^k_ij K_kl = B_ijl`` for ``C`` (seed 004 (4.15)) by ``LUsolve`` with ``K``.
+    """Solve ``C^k_ij K_kl = B_ijl`` for ``C`` by ``LUsolve`` with ``K``.
+
+    García-Naranjo & Marrero (2020), (4.15).
 
     Parameters
     ----------
@@ -246,10 +252,11 @@ def coefficients_from_pairings(
 def constraint_coefficients(
     metric: Any, frame: Any, q: Sequence[sp.Symbol], simplify: Simplifier = True
 ) -> sp.MutableDenseNDimArray:
-    """Coefficients ``C^k_ij`` defined by ``P[e_i, e_j] = C^k_ij e_k`` (DESIGN 4, seed 004 (3.6)).
+    """Coefficients ``C^k_ij`` defined by ``P[e_i, e_j] = C^k_ij e_k``.
 
-    ``P`` is the metric-orthogonal projector onto ``D = span(e_i)``.  Because
-    ``<<P Z, e_l>> = <<Z, e_l>>``, ``C`` solves ``C^k_ij K_kl = B_ijl`` (seed 004 (4.15)).
+    García-Naranjo & Marrero (2020), (3.6).  ``P`` is the metric-orthogonal projector onto
+    ``D = span(e_i)``.  Because ``<<P Z, e_l>> = <<Z, e_l>>``, ``C`` solves
+    ``C^k_ij K_kl = B_ijl`` ((4.15) there).
 
     Parameters
     ----------

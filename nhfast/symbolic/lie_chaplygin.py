@@ -18,6 +18,9 @@ through ``s = pi(g)``, so the horizontal lifts ``X_k = hor d/ds^k`` are algebra-
 The result is a :class:`~nhfast.symbolic.systems.ReducedChaplyginSystem`, so
 :func:`~nhfast.symbolic.chaplygin.theta_form`, :func:`~nhfast.symbolic.chaplygin.invariant_measure`
 and :func:`~nhfast.symbolic.chaplygin.phi_simple` apply to it unchanged.
+
+Reference: García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems
+revisited".
 """
 
 from __future__ import annotations

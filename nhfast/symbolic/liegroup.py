@@ -24,6 +24,9 @@ The equations above are the standard Euler-Poincare-Suslov form, derived here fr
 Lagrange-d'Alembert.  Examples: :func:`nhfast.systems.suslov` (a left-invariant constraint) and
 :func:`nhfast.systems.veselova` with ``form="so3"`` (the Veselova constraint, García-Naranjo &
 Marrero 2020, (4.3)-(4.7)).
+
+Reference: García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems
+revisited".
 """
 
 from __future__ import annotations

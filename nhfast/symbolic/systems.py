@@ -13,6 +13,9 @@ coordinates) is invertible; then ``hor d/ds^i = d/ds^i + h^alpha_i d/dtheta^alph
 coefficients ``C^k_ij`` from ``C^k_ij K_kl = <<[hor d_i, hor d_j], hor d_l>>`` (3.6)/(4.15)).
 
 Argument order is always the user's; nothing is derived from ``free_symbols``.
+
+Reference: García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems
+revisited".
 """
 
 from __future__ import annotations

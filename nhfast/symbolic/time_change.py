@@ -5,6 +5,9 @@ Garcia-Naranjo and Marrero (2020), Theorem 3.21 and Corollary 3.22: after the ti
 ``Htilde(s, ptilde) = H(s, exp(-phi) ptilde)``. :func:`time_changed_system` builds the vector
 fields of that system (with ``t`` as one more state) for
 :func:`nhfast.hamiltonised.integrate_hamiltonised`.
+
+Reference: García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems
+revisited".
 """
 
 from __future__ import annotations

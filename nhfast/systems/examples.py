@@ -17,6 +17,10 @@ sin^2 theta) dy ^ dtheta != 0`` for ``b != 0``: no basic invariant measure and n
 Chaplygin ball (Chaplygin 1903; Borisov & Mamaev 2001, 2002): a dynamically asymmetric ball
 with its centre of mass at the geometric centre, rolling without slipping on a plane, written
 in the body frame as a vector field on ``(M, gamma)`` (:func:`chaplygin_ball`).
+
+References: Martínez, Cortés & de León (2000), "The geometrical theory of constraints applied to the
+dynamics of vakonomic mechanical systems: the vakonomic bracket"; García-Naranjo & Marrero (2020),
+"The geometry of nonholonomic Chaplygin systems revisited".
 """
 
 from __future__ import annotations
@@ -259,11 +263,11 @@ def chaplygin_ball_density(vf: VectorField | None = None) -> sp.Expr:
 def two_constraint_system() -> NonholonomicSystem:
     """A synthetic system with two nonintegrable constraints and a nonzero Dirac block ``N``.
 
-    The digests' test system T3 (spec ``seed002_003.md``), with a potential:
+    A test system constructed here (it is not in the papers), with a potential:
     ``q = (x, y, z)``, ``L = 1/2 (xdot^2 + (1 + x^2/4) ydot^2 + zdot^2) - k (x^2 + y z)/2`` and
     ``xdot + y zdot = 0``, ``ydot + x zdot = 0``. The metric is not constant and the
-    constraint forms depend on ``q``, so the vakonomic constraint algorithm of Martínez,
-    Cortés & de León (2000) meets ``N != 0`` in its Dirac matrix (for the rolling disk
+    constraint forms depend on ``q``, so the vakonomic constraint algorithm of Martínez et
+    al. (2000) meets ``N != 0`` in its Dirac matrix (for the rolling disk
     ``N = 0``); a test bed for the vakonomic equations and brackets.
 
     Returns

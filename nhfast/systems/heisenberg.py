@@ -1,4 +1,7 @@
-"""Heisenberg system and its generalisation (Jozwikowski & Respondek 2019, "J-R", Ex. 6.3, 6.6).
+"""Heisenberg system and its generalisation (Jóźwikowski & Respondek (2019), Ex. 6.3, 6.6).
+
+Jóźwikowski & Respondek (2019), "A comparison of vakonomic and nonholonomic dynamics with
+applications to non-invariant Chaplygin systems".
 
 ``Q = R^3`` (the Heisenberg group), constraint ``zdot = y xdot - x ydot``, i.e. the 1-form
 ``omega = -y dx + x dy + dz`` (``D = ker omega``), with the left-invariant frame
@@ -64,7 +67,7 @@ def generalized_heisenberg(
     U: Coefficient = None,  # noqa: N803
     params: Sequence[sp.Symbol] = (),
 ) -> NonholonomicSystem:
-    """Generalised Heisenberg system (J-R Example 6.6).
+    """Generalised Heisenberg system (Jóźwikowski & Respondek (2019), Example 6.6).
 
     ``L = f alpha^2 + g alpha beta + h beta^2 + Phi gamma^2 - U`` with ``alpha = xdot``,
     ``beta = ydot``, ``gamma = zdot - y xdot + x ydot``; constraint ``gamma = 0``.  The kinetic
@@ -110,7 +113,9 @@ def generalized_heisenberg(
 
 
 def heisenberg() -> NonholonomicSystem:
-    """Heisenberg system (J-R Example 6.3): ``L = 1/2 (alpha^2 + beta^2 + gamma^2)``.
+    """Heisenberg system, ``L = 1/2 (alpha^2 + beta^2 + gamma^2)``.
+
+    Jóźwikowski & Respondek (2019), Example 6.3.
 
     Returns
     -------

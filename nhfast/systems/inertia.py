@@ -11,6 +11,9 @@ A formula is a function of ``Om`` and the parameter matrix written with ``@`` an
 :func:`hadamard`, so the same line serves the matrix-level engine
 (:class:`~nhfast.symbolic.rigid_body.RigidBody`), explicit SymPy matrices (the Lie-algebra
 derivation) and batched NumPy arrays (numerical checks).
+
+Reference: García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems
+revisited".
 """
 
 from __future__ import annotations

@@ -21,6 +21,10 @@ metric, ``D = ker(dz - y dx)`` (the contact distribution), with the rescaled bas
 
 Every constructor returns a :class:`~nhfast.symbolic.systems.NonholonomicSystem` that holds
 both the constraint 1-forms (``constraint_forms``) and the paper's frame of D (``frame``).
+
+References: Mestdag & Crampin (2010), "Nonholonomic systems as restricted Euler-Lagrange systems";
+Martínez, Cortés & de León (2000), "The geometrical theory of constraints applied to the dynamics of
+vakonomic mechanical systems: the vakonomic bracket".
 """
 
 from __future__ import annotations

@@ -2,27 +2,35 @@
 
 Sources
 -------
-* Unicycle: Jozwikowski & Respondek (2019, "J-R"), Example 6.1.  ``Q = SE(2) x S^1`` with
-  coordinates ``(x, y, phi, theta)``; it is the vertical rolling disk of Garcia-Naranjo &
-  Marrero (2020), (3.7)-(3.8), with the two inertias named the other way round (J-R: ``J``
-  about ``d/dphi``, ``I`` about ``d/dtheta``).
-* Two-wheeled carriage: Crampin & Mestdag (2010, "C-M"), Section 7.2, coordinates
-  ``(psi1, psi2, x, y, theta)``; the same system as J-R Example 6.2, where the wheel
-  angles enter through ``theta_1 = (psi_1 + psi_2)/2``, ``theta_2 = (psi_1 - psi_2)/2`` with the
-  opposite orientation (J-R's constraints are C-M's with ``psi -> -psi``), ``phi`` is
-  C-M's ``theta``, ``I = J_2`` and ``w = c``.
+* Unicycle: Jóźwikowski & Respondek (2019), Example 6.1.  ``Q = SE(2) x S^1`` with
+  coordinates ``(x, y, phi, theta)``; it is the vertical rolling disk of García-Naranjo &
+  Marrero (2020), (3.7)-(3.8), with the two inertias named the other way round (Jóźwikowski &
+  Respondek: ``J`` about ``d/dphi``, ``I`` about ``d/dtheta``).
+* Two-wheeled carriage: Crampin & Mestdag (2010), Section 7.2, coordinates
+  ``(psi1, psi2, x, y, theta)``; the same system as Jóźwikowski & Respondek (2019), Example 6.2,
+  where the wheel angles enter through ``theta_1 = (psi_1 + psi_2)/2``,
+  ``theta_2 = (psi_1 - psi_2)/2`` with the opposite orientation (Jóźwikowski & Respondek's
+  constraints are Crampin & Mestdag's with ``psi -> -psi``), ``phi`` is Crampin & Mestdag's
+  ``theta``, ``I = J_2`` and ``w = c``.
+
+References: Jóźwikowski & Respondek (2019), "A comparison of vakonomic and nonholonomic dynamics
+with applications to non-invariant Chaplygin systems"; Crampin & Mestdag (2010), "Anholonomic
+frames in constrained dynamics"; García-Naranjo & Marrero (2020), "The geometry of nonholonomic
+Chaplygin systems revisited".
 
 Conventions: coordinates are ``Symbol(name, real=True)``, inertias, masses and lengths
 ``positive=True``; the offset ``l`` of the centre of mass from the axle is ``real`` (``l = 0`` is a
 case of its own and ``l -> -l`` is a symmetry).
 
-Misprint (followed here is the mathematics, not the print): C-M, Section 7.2, print
+Misprint (followed here is the mathematics, not the print): Crampin & Mestdag (2010), Sec. 7.2,
+print
 ``[X_1, X_2] = +(R^2/2c)(sin(theta) X_3 - cos(theta) X_4)``; the bracket of the printed fields is
 ``-(R^2/2c)(sin(theta) X_3 - cos(theta) X_4)``.  The sign propagates into the printed
 ``X^C_alpha(v^a)``, ``X^C_alpha(L)``, ``p_a R^a_12 = K(v^1 - v^2)`` (correct: ``-K(v^1 - v^2)``),
 the nonholonomic equations ``Gamma^1 = +K(...)``, ``Gamma^2 = +K(...)`` (correct: ``-K(...)``)
 and ``H`` (correct: ``H = +(m R^2 + 2 J_2)/(2R)``).  With the correct sign the carriage obeys
-J-R (6.2a)-(6.2b), ``alphadot = X omega^2``, ``omegadot = -Y alpha omega``.
+Jóźwikowski & Respondek (2019), (6.2a)-(6.2b), ``alphadot = X omega^2``,
+``omegadot = -Y alpha omega``.
 """
 
 from __future__ import annotations
@@ -41,18 +49,19 @@ __all__ = [
 
 
 def unicycle(potential: Potential = None, as_chaplygin: bool = True) -> NonholonomicSystem:
-    """Unicycle rolling without slipping, J-R Example 6.1.
+    """Unicycle rolling without slipping, Jóźwikowski & Respondek (2019), Example 6.1.
 
     ``Q = SE(2) x S^1``, ``q = (x, y, phi, theta)``: contact point, heading, rolling angle.
-    ``L = 1/2 [m (xdot^2 + ydot^2) + J phidot^2 + I thetadot^2] - U`` (J-R, Lagrangian of
-    Example 6.1), constraints ``xdot = R cos(phi) thetadot``, ``ydot = R sin(phi) thetadot``,
-    i.e. the 1-forms ``omega^1 = cos(phi) dx + sin(phi) dy - R dtheta`` (``alpha = R thetadot``)
-    and ``omega^2 = -sin(phi) dx + cos(phi) dy`` (``beta = 0``).
+    ``L = 1/2 [m (xdot^2 + ydot^2) + J phidot^2 + I thetadot^2] - U`` (Jóźwikowski & Respondek
+    (2019), Lagrangian of Example 6.1), constraints ``xdot = R cos(phi) thetadot``, ``ydot = R
+    sin(phi) thetadot``, i.e. the 1-forms ``omega^1 = cos(phi) dx + sin(phi) dy - R dtheta``
+    (``alpha = R thetadot``) and ``omega^2 = -sin(phi) dx + cos(phi) dy`` (``beta = 0``).
 
     The unicycle is an ``R^2``-Chaplygin system (translations of the contact point), shape
-    ``(phi, theta)``: literally the vertical rolling disk of Garcia-Naranjo & Marrero (3.7)-(3.8)
-    (there the inertias are named the other way round).  Nonholonomic equations (J-R (5.8) for
-    Example 6.1, with a ``G``-invariant potential ``U(phi, theta)``):
+    ``(phi, theta)``: literally the vertical rolling disk of García-Naranjo & Marrero (2020),
+    (3.7)-(3.8) (there the inertias are named the other way round).  Nonholonomic equations
+    (Jóźwikowski & Respondek (2019), (5.8) for Example 6.1, with a ``G``-invariant potential
+    ``U(phi, theta)``):
     ``(m R^2 + I) alphadot = -R U_theta``, ``J phiddot = -U_phi``; for ``U = 0``
     ``alphadot = 0``, ``phiddot = 0``.
 
@@ -65,8 +74,8 @@ def unicycle(potential: Potential = None, as_chaplygin: bool = True) -> Nonholon
         True: a :class:`ChaplyginSystem` (group ``(x, y)``, shape ``(phi, theta)``, frame the
         horizontal lifts ``d/dphi``, ``d/dtheta + R cos(phi) d/dx + R sin(phi) d/dy``, so the
         quasi-velocities are ``(phidot, thetadot)``).  False: a :class:`NonholonomicSystem` with
-        J-R's left-invariant frame of D, ``d_1 = e_1 + (1/R) d/dtheta``, ``d_2 = d/dphi``
-        (``e_1 = cos(phi) d/dx + sin(phi) d/dy``), whose quasi-velocities are
+        Jóźwikowski & Respondek's left-invariant frame of D, ``d_1 = e_1 + (1/R) d/dtheta``, ``d_2 =
+        d/dphi`` (``e_1 = cos(phi) d/dx + sin(phi) d/dy``), whose quasi-velocities are
         ``(alpha, phidot)``.
 
     Returns
@@ -98,10 +107,12 @@ def two_wheeled_carriage(
     l: Any = None,  # noqa: E741
     as_chaplygin: bool = True,
 ) -> NonholonomicSystem:
-    """Two-wheeled carriage, C-M Section 7.2 (= J-R Example 6.2).
+    """Two-wheeled carriage of Crampin & Mestdag (2010), Sec. 7.2.
 
+    The same system as Jóźwikowski & Respondek (2019), Example 6.2.
     ``Q = S^1 x S^1 x SE(2)``, ``q = (psi1, psi2, x, y, theta)``: wheel angles, the point
-    ``(x, y)`` where the symmetry axis meets the axle, heading.  Lagrangian (C-M, Sec. 7.2)::
+    ``(x, y)`` where the symmetry axis meets the axle, heading.  Lagrangian (Crampin & Mestdag
+    (2010), Sec. 7.2)::
 
         L = 1/2 m (u_x^2 + u_y^2) + m0 l u_theta (cos(theta) u_y - sin(theta) u_x)
             + 1/2 J u_theta^2 + 1/2 J2 (u_psi1^2 + u_psi2^2) - U,
@@ -115,8 +126,9 @@ def two_wheeled_carriage(
     axle length.  The kinetic energy is positive definite iff ``m J > m0^2 l^2``.
 
     The carriage is an ``SE(2)``-Chaplygin system, shape ``(psi1, psi2)``; the horizontal lifts
-    are C-M's ``X_1 = d/dpsi1 - (R/2)(cos(theta) d/dx + sin(theta) d/dy + (1/c) d/dtheta)``
-    and ``X_2 = d/dpsi2 - (R/2)(cos(theta) d/dx + sin(theta) d/dy - (1/c) d/dtheta)`` with
+    are Crampin & Mestdag's
+    ``X_1 = d/dpsi1 - (R/2)(cos(theta) d/dx + sin(theta) d/dy + (1/c) d/dtheta)`` and
+    ``X_2 = d/dpsi2 - (R/2)(cos(theta) d/dx + sin(theta) d/dy - (1/c) d/dtheta)`` with
     ``[X_1, X_2] = -(R^2/2c)(sin(theta) d/dx - cos(theta) d/dy)`` (the paper prints ``+``, see the
     module docstring).  In these quasi-velocities ``L_c = 1/2 P (v1^2 + v2^2) - Q v1 v2`` and
     (corrected sign) ``Gamma^1 = -K (v1 - v2)(Q v1 - P v2)/(P^2 - Q^2)``,
@@ -132,11 +144,11 @@ def two_wheeled_carriage(
     as_chaplygin : bool, optional
         True: a :class:`ChaplyginSystem` (group ``(x, y, theta)``, shape ``(psi1, psi2)``,
         quasi-velocities ``(psi1dot, psi2dot)``).  False: a :class:`NonholonomicSystem` with the
-        frame of J-R Example 6.2 translated to these coordinates,
+        frame of Jóźwikowski & Respondek (2019), Example 6.2 translated to these coordinates,
         ``d_1 = e_1 - (1/R)(d/dpsi1 + d/dpsi2)``, ``d_2 = d/dtheta + (c/R)(d/dpsi2 - d/dpsi1)``,
         whose quasi-velocities are the forward speed ``alpha = cos(theta) xdot + sin(theta)
-        ydot`` and ``omega = thetadot``; there J-R (6.2a)-(6.2b) read ``alphadot = X
-        omega^2``, ``omegadot = -Y alpha omega``.
+        ydot`` and ``omega = thetadot``; there Jóźwikowski & Respondek (2019), (6.2a)-(6.2b) read
+        ``alphadot = X omega^2``, ``omegadot = -Y alpha omega``.
 
     Returns
     -------
@@ -192,10 +204,11 @@ def two_wheeled_carriage(
 def carriage_constants(system: NonholonomicSystem) -> dict[str, sp.Expr]:
     """Derived constants of the carriage in terms of its parameters.
 
-    C-M Sec. 7.2: ``P = (R^2/4c^2)(J + m c^2) + J2``, ``Q = (R^2/4c^2)(J - m c^2)``,
-    ``K = m0 l R^3/(4 c^2)``, ``Khat = 2 c K / R^2``, ``H = (m R^2 + 2 J2)/(2R)`` (sign
-    corrected); J-R (6.2): ``X = m0 l R^2/(m R^2 + 2 I)``, ``Y = m0 l R^2/(J R^2 + 2 I w^2)``
-    with ``I = J2``, ``w = c``; and ``m = m0 + 2 m1``.
+    Crampin & Mestdag (2010), Sec. 7.2: ``P = (R^2/4c^2)(J + m c^2) + J2``,
+    ``Q = (R^2/4c^2)(J - m c^2)``, ``K = m0 l R^3/(4 c^2)``, ``Khat = 2 c K / R^2``,
+    ``H = (m R^2 + 2 J2)/(2R)`` (sign corrected); Jóźwikowski & Respondek (2019), (6.2):
+    ``X = m0 l R^2/(m R^2 + 2 I)``, ``Y = m0 l R^2/(J R^2 + 2 I w^2)`` with ``I = J2``,
+    ``w = c``; and ``m = m0 + 2 m1``.
 
     Parameters
     ----------

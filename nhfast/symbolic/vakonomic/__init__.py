@@ -8,9 +8,15 @@
   the Dirac and vakonomic brackets.
 * :mod:`~nhfast.symbolic.vakonomic.nh_vs_vak` -- is every nonholonomic trajectory vakonomic
   (coordinate route); :mod:`~nhfast.symbolic.vakonomic.consistency` -- the frame route.
-* :mod:`~nhfast.symbolic.vakonomic.noninvariant` -- seed 000's own route: the variation (3.1),
-  the tensors R, B, FL, HL of a non-invariant Chaplygin system, Lemma 4.6, (4.16), Thm. 4.8(b);
-  Sec. 5 on Lie groups, (5.3), (5.6), (5.8)-(5.10).
+* :mod:`~nhfast.symbolic.vakonomic.noninvariant` -- the own route of Jóźwikowski & Respondek
+  (2019): the variation (3.1), the tensors R, B, FL, HL of a non-invariant Chaplygin system,
+  Lemma 4.6, (4.16), Thm. 4.8(b); Sec. 5 on Lie groups, (5.3), (5.6), (5.8)-(5.10).
+
+References: Jóźwikowski & Respondek (2019), "A comparison of vakonomic and nonholonomic dynamics
+with applications to non-invariant Chaplygin systems"; Crampin & Mestdag (2010), "Anholonomic
+frames in constrained dynamics"; Mestdag & Crampin (2010), "Nonholonomic systems as restricted
+Euler-Lagrange systems"; Martínez, Cortés & de León (2000), "The geometrical theory of
+constraints applied to the dynamics of vakonomic mechanical systems: the vakonomic bracket".
 """
 
 from nhfast.symbolic.vakonomic._forms import (  # noqa: F401
@@ -92,6 +98,7 @@ __all__ = [
     *_nh_vs_vak_all,
     # frame route
     *_consistency_all,
-    # seed 000's own route: non-invariant Chaplygin systems (Lemma 4.6, (4.16), Thm. 4.8(b))
+    # Jóźwikowski & Respondek (2019)'s own route: non-invariant Chaplygin systems
+    # (Lemma 4.6, (4.16), Thm. 4.8(b))
     *_noninvariant_all,
 ]

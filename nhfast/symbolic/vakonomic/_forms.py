@@ -19,6 +19,12 @@ Sign convention (the only one in this subpackage; the papers' signs are converte
   ``lambda = -Lambda^T mu`` (:func:`frame_to_coordinate_multipliers`).
 * **Nonholonomic (reaction) multipliers**: ``E(L) = W^T lambda`` (Mestdag & Crampin 2010,
   Section 2).
+
+References: Jóźwikowski & Respondek (2019), "A comparison of vakonomic and nonholonomic dynamics
+with applications to non-invariant Chaplygin systems"; Crampin & Mestdag (2010), "Anholonomic frames
+in constrained dynamics"; Mestdag & Crampin (2010), "Nonholonomic systems as restricted
+Euler-Lagrange systems"; Martínez, Cortés & de León (2000), "The geometrical theory of constraints
+applied to the dynamics of vakonomic mechanical systems: the vakonomic bracket".
 """
 
 from __future__ import annotations

@@ -7,14 +7,20 @@ In an adapted frame ``X = [X_alpha | X_a]`` (``X_alpha`` spanning D) with
 iff, identically on ``C = {v^a = 0}`` (Crampin & Mestdag 2010, Cor. 1; Mestdag & Crampin 2010,
 Prop. 2)::
 
-    phi_a R^a_{alpha beta} v^beta = 0,
-    Gamma(phi_a) + phi_b R^b_{a alpha} v^alpha - lambda_a = 0.
+    phi_a R^a_{alpha beta} v^beta = 0,                             (algebraic, "(S5-2)")
+    Gamma(phi_a) + phi_b R^b_{a alpha} v^alpha - lambda_a = 0.     (differential, "(S5-3)")
+
+The quoted names are the keys of ``SymbolicVerdict.conditions`` for the two conditions of
+Crampin & Mestdag (2010), Sec. 5.
 
 :func:`consistency_test` returns both residuals; :func:`restriction_test` also builds
 ``Ltilde`` in coordinates and checks its Euler-Lagrange equations on the NH motions.  All
 algebra is over rational functions with the :func:`~._forms.normal` form (no ``simplify``), which
 is what makes the five-dimensional carriage take seconds.  Signs: frame multipliers of
 :mod:`~._forms` (``L - mu_a v^a``).
+
+References: Crampin & Mestdag (2010), "Anholonomic frames in constrained dynamics"; Mestdag &
+Crampin (2010), "Nonholonomic systems as restricted Euler-Lagrange systems".
 """
 
 from __future__ import annotations
@@ -60,9 +66,10 @@ class FrameData:
     lagrangian : sympy.Expr
         ``L(q, v) = 1/2 (X v)^T G (X v) - U``.
     gamma : sympy.Matrix
-        NH accelerations ``Gamma^alpha(q, v^alpha)`` ([S3-5]).
+        NH accelerations ``Gamma^alpha(q, v^alpha)`` (Crampin & Mestdag 2010, Sec. 3).
     multipliers : sympy.Matrix
-        ``lambda_a = Gamma(XV_a L) - XC_a L`` on C ([S3-6]), ``n - r`` entries.
+        ``lambda_a = Gamma(XV_a L) - XC_a L`` on C (Crampin & Mestdag 2010, Sec. 3),
+        ``n - r`` entries.
     momenta : sympy.Matrix
         ``p_a = XV_a L`` on C.
     r : int
@@ -83,7 +90,10 @@ class FrameData:
         return sp.sympify(f).xreplace({b: sp.Integer(0) for b in self.v[self.r :]})
 
     def complete_lift(self, i: int, f: Any) -> sp.Expr:
-        """``XC_i(f) = X^j_i d f/d q^j - R^j_ik v^k d f/d v^j`` ([S2.2-1])."""
+        """``XC_i(f) = X^j_i d f/d q^j - R^j_ik v^k d f/d v^j``.
+
+        Crampin & Mestdag (2010), Sec. 2.2.
+        """
         f = sp.sympify(f)
         n = len(self.q)
         out = sum((self.X[j, i] * sp.diff(f, self.q[j]) for j in range(n)), sp.Integer(0))
@@ -143,7 +153,7 @@ def frame_data(
         q=list(q), v=v, X=X, R=R, lagrangian=L, gamma=sp.zeros(r, 1),
         multipliers=sp.zeros(n - r, 1), momenta=sp.zeros(n - r, 1), r=r,
     )  # fmt: skip
-    # [S3-5]: g_ab Gamma^b = XC_a(L) - v^b XC_b(XV_a L), on C
+    # Crampin & Mestdag (2010), Sec. 3: g_ab Gamma^b = XC_a(L) - v^b XC_b(XV_a L), on C
     g = sp.Matrix(r, r, lambda a, b: fd.on_C(sp.diff(L, v[a], v[b])))
     rhs = sp.zeros(r, 1)
     for a in range(r):
@@ -170,7 +180,7 @@ def hamel_field(
     """Unconstrained Euler-Lagrange field in the frame (Crampin & Mestdag 2010, Prop. 1).
 
     ``Gamma = v^i XC_i + Gamma^i XV_i`` with ``Gamma(XV_i L) - XC_i L = 0`` for all ``i``,
-    i.e. ``g_ij Gamma^j = XC_i(L) - v^j XC_j(XV_i L)`` ([S2.2-4]), ``g_ij = d^2 L/dv^i dv^j``,
+    i.e. ``g_ij Gamma^j = XC_i(L) - v^j XC_j(XV_i L)`` (their Sec. 2.2), ``g_ij = d^2 L/dv^i dv^j``,
     on all of ``TQ`` (no restriction to C).
 
     Parameters
@@ -215,7 +225,7 @@ def hamel_field(
 def vakonomic_frame_field(fd: FrameData, mu: Sequence[Any], rates: Sequence[Any]) -> sp.Matrix:
     """Accelerations of the vakonomic field with multiplier values ``mu`` and rates ``A``.
 
-    Crampin & Mestdag 2010, [S4-3]/Prop. 3: on ``C x R^(n-r)`` a VAK field is
+    Crampin & Mestdag 2010, Sec. 4, Prop. 3: on ``C x R^(n-r)`` a VAK field is
     ``Gamma_hat = v^alpha XC_alpha + Gamma^i XV_i + A_a d/dmu_a`` with (``L`` the frame
     Lagrangian, everything on C)::
 
@@ -296,9 +306,9 @@ def consistency_test(
 ) -> SymbolicVerdict:
     """Strong consistency of a section ``phi_a`` (Crampin & Mestdag 2010, Cor. 1).
 
-    Residuals on ``C`` (both must vanish identically):
-    ``(S5-2)_alpha = phi_a R^a_{alpha beta} v^beta`` and
-    ``(S5-3)_a = Gamma(phi_a) + phi_b R^b_{a alpha} v^alpha - lambda_a``.
+    Residuals on ``C`` (both must vanish identically), the algebraic condition
+    ``phi_a R^a_{alpha beta} v^beta`` (one per ``alpha``) and the differential condition
+    ``Gamma(phi_a) + phi_b R^b_{a alpha} v^alpha - lambda_a`` (one per ``a``) of Sec. 5 there.
     Then every NH motion is VAK with multipliers ``mu_a = phi_a`` of ``L - mu_a v^a``, and the NH
     field is the restriction of the Euler-Lagrange field of ``L - Phi_a v^a``.
 
@@ -318,7 +328,8 @@ def consistency_test(
     Returns
     -------
     SymbolicVerdict
-        ``conditions`` ``"(S5-2)"`` (``r`` entries) and ``"(S5-3)"`` (``n - r``);
+        ``conditions``: ``"(S5-2)"`` the algebraic residuals (``r`` entries) and ``"(S5-3)"``
+        the differential ones (``n - r``);
         ``data["section"]``, ``data["frame"]``.
     """
     system = check_system(system)

@@ -1,6 +1,8 @@
 """The Dirac-Bergmann constraint algorithm, ``h_2`` on ``M_2`` and the vakonomic bracket.
 
-Martinez, Cortes & de Leon (2000), Sections III, V and VII ("Martinez et al." below).  On
+Martínez, Cortés & de León (2000), "The geometrical theory of constraints applied to the
+dynamics of vakonomic mechanical systems: the vakonomic bracket", Sections III, V and VII
+("Martínez et al. (2000)" below).  On
 ``T*P`` with primary constraints ``phi_k`` the consistency conditions
 ``{c, H} + u^k {c, phi_k} = 0`` are imposed until ``M_{k+1} = M_k``.  Vakonomic case:
 ``P = Q x R^m``, ``calL = L + lambda^i W_i(qdot)``,
@@ -156,7 +158,7 @@ class _Reducer:
                 raise ConstraintAlgorithmError(
                     f"step {step}: the new constraints {bad} cannot be solved for {names}: "
                     "the matrix of their derivatives is singular where the algorithm needs it "
-                    "invertible (e.g. D = W g^-1 W^T of Martinez et al. 2000, (13))"
+                    "invertible (e.g. D = W g^-1 W^T of Martínez et al. 2000, (13))"
                 )
         chosen: list[sp.Symbol] = []
         sub = jac[rows, :]
@@ -313,7 +315,7 @@ def dirac_bergmann(
 
 @dataclass
 class VakonomicHamiltonian:
-    """Hamiltonian description of the vakonomic problem (Martinez et al. 2000, Secs. V-VII).
+    """Hamiltonian description of the vakonomic problem (Martínez et al. 2000, Secs. V-VII).
 
     Attributes
     ----------
@@ -370,7 +372,7 @@ class VakonomicHamiltonian:
         return self._simp(sp.sympify(expr).subs(sub))
 
     def bracket(self, f: Any, g: Any) -> sp.Expr:
-        """Canonical bracket on ``T*P`` (Martinez et al. 2000, Section VII)."""
+        """Canonical bracket on ``T*P`` (Martínez et al. 2000, Section VII)."""
         return poisson_bracket(f, g, [*self.q, *self.lam], [*self.p_hat, *self.p_lam])
 
     def constraint_functions(self) -> list[sp.Expr]:
@@ -453,7 +455,7 @@ class VakonomicHamiltonian:
         return self._simp(poisson_bracket(F, G, self.q, self.p_hat))
 
     def printed_bracket_18(self, f: Any, g: Any) -> sp.Expr:
-        """Seed 003 (18) read literally -- **wrong** (erratum F6); for tests only.
+        """Martínez et al. (2000), (18) read literally -- **wrong** (misprinted indices); for tests.
 
         ``d(f o pi~)/dq dg/dphat - ... + df/dlambda (D^-1 N D^-1) dg/dlambda`` with ``f o pi~``
         written ``f(q, phat - lambda W)`` and differentiated at fixed ``lambda``, then restricted
@@ -500,7 +502,7 @@ class VakonomicHamiltonian:
         """``H(q, p) = 1/2 p^T g^-1 p + U`` on ``T*Q`` (``H o FL_L = E_L``); in :attr:`p`.
 
         ``{f, H}_vak`` (:meth:`vakonomic_bracket`) is the rate of ``f`` along the vakonomic
-        motions, since ``H o pi~ = h_2`` (Martinez et al. 2000, Section VII).
+        motions, since ``H o pi~ = h_2`` (Martínez et al. 2000, Section VII).
         """
         pv = sp.Matrix(self.p)
         return (pv.T * self.metric.inv() * pv)[0, 0] / 2 + self.potential
@@ -537,7 +539,7 @@ def _light(expr: Any) -> sp.Expr:
 def vakonomic_hamiltonian(
     system: Any, simplify: Simplifier = _light, max_steps: int | None = None
 ) -> VakonomicHamiltonian:
-    """Run the constraint algorithm of Martinez et al. (2000) on the vakonomic problem.
+    """Run the constraint algorithm of Martínez et al. (2000) on the vakonomic problem.
 
     Parameters
     ----------
@@ -578,7 +580,7 @@ def vakonomic_hamiltonian(
     declared = q + list(system.params)
     if generic_rank(D, declared) < m:
         raise ConstraintAlgorithmError(
-            f"D = W g^-1 W^T (Martinez et al. 2000, (13)) is singular at generic points (rank "
+            f"D = W g^-1 W^T (Martínez et al. 2000, (13)) is singular at generic points (rank "
             f"{generic_rank(D, declared)} < {m}): the constraints are dependent"
         )
     y = sp.Matrix(p_hat) - W.T * sp.Matrix(lam)
@@ -686,7 +688,7 @@ def vakonomic_hamiltonian_field(system: Any, name: str = "vakonomic (q, phat)") 
 class PresymplecticForm:
     """The Poincare-Cartan 2-form of ``calL = L + lambda^i W_iA qdot^A`` on ``TP``.
 
-    Martinez et al. (2000), Section IV: ``omega_calL = dq^A ^ d(d calL / d qdot^A)`` (and
+    Martínez et al. (2000), Section IV: ``omega_calL = dq^A ^ d(d calL / d qdot^A)`` (and
     ``d calL / d lambdadot = 0``), of rank ``2n``, with
     ``ker omega_calL = span{Z_i = d/dlambda^i - g^{BC} W_iC d/dqdot^B, d/dlambdadot^i}``.
 
@@ -781,7 +783,9 @@ def presymplectic_form(system: Any) -> PresymplecticForm:
 
 @dataclass
 class SODEMultiplierRates:
-    """The second-order (SODE) vakonomic field on ``S = {lambdadot = B}`` (Martinez et al., VI).
+    """The second-order (SODE) vakonomic field on ``S = {lambdadot = B}``.
+
+    Martínez et al. (2000), Section VI.
 
     Attributes
     ----------
@@ -794,7 +798,7 @@ class SODEMultiplierRates:
         ``lambda``-rates (14) and accelerations (15) on ``P_2``.
     D : list of sympy.Expr
         ``Gamma(B^i) = qdot^A dB^i/dq^A + lambdadot^j dB^i/dlambda^j + C^A dB^i/dqdot^A``,
-        with ``lambdadot`` free (the form of seed 003, Example VIII.6).
+        with ``lambdadot`` free (the form of Martínez et al. (2000), Example VIII.6).
     D_on_S : list of sympy.Expr
         ``D`` on ``S`` (``lambdadot = B``): the ``d/dlambdadot`` components of the SODE field
         ``Gamma~`` (Example VII.4).

@@ -19,6 +19,11 @@ Adapted frame (Crampin & Mestdag 2010, Section 4; Mestdag & Crampin 2010, eq. (4
     h_i = (X_k(gf_ij) - 1/2 X_i(gf_jk)) v^j v^k + R^l_ik gf_lj v^j v^k + X_i(U)
 
 Multiplier signs: see :mod:`nhfast.symbolic.vakonomic._forms` (the one convention).
+
+References: Crampin & Mestdag (2010), "Anholonomic frames in constrained dynamics"; Mestdag &
+Crampin (2010), "Nonholonomic systems as restricted Euler-Lagrange systems"; Martínez, Cortés & de
+León (2000), "The geometrical theory of constraints applied to the dynamics of vakonomic mechanical
+systems: the vakonomic bracket".
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
 """Is every nonholonomic trajectory vakonomic?  The coordinate route (pure SymPy).
 
-Jozwikowski & Respondek (2019) ("J-R 2019" below), Sections 2.3, 2.7 and Thm. 4.8.  With
-constraint 1-forms ``W`` and the nonholonomic (NH) equations ``E(L) = W^T lambda``,
+Jóźwikowski & Respondek (2019), "A comparison of vakonomic and nonholonomic dynamics with
+applications to non-invariant Chaplygin systems", Sec. 3 and Thm. 4.8; the multiplier ODE along
+the NH flow used below is derived here from the paper's Lemma 4.10 (not stated in the paper in
+this form).  With constraint 1-forms ``W`` and the nonholonomic (NH) equations
+``E(L) = W^T lambda``,
 ``W qdot = 0``, the vakonomic (VAK) equations of ``L + mu_a W_a(qdot)`` are
 ``E(L) + W^T mudot + K^T mu = 0``, ``K_ai = dW_a(qdot, d/dq^i)``.  Along an NH trajectory
 the VAK residual ``W^T (lambda + mudot) + K^T mu`` vanishes iff
@@ -122,7 +125,10 @@ def nonholonomic_data(
     velocities: Sequence[sp.Symbol] | None = None,
     simplify: Simplifier | str = "fast",
 ) -> NonholonomicData:
-    """NH flow, NH multipliers and the VAK multiplier data in raw coordinates (J-R 2019, Sec. 2.7).
+    """NH flow, NH multipliers and the VAK multiplier data in raw coordinates.
+
+    The multiplier data follow the ODE derived here from Jóźwikowski & Respondek (2019),
+    Lemma 4.10 (not stated in the paper in this form).
 
     Parameters
     ----------
@@ -197,8 +203,9 @@ def unconstrained_test(
 ) -> SymbolicVerdict:
     """Is every NH trajectory a solution of the free Euler-Lagrange equations?
 
-    Seed 000, Thm. 4.8(a) / (4.10), (5.5): an NH trajectory is unconstrained iff its NH
-    multiplier ``lambda`` vanishes along it.  For all trajectories: ``lambda(q, v) == 0``.
+    Jóźwikowski & Respondek (2019), Thm. 4.8(a) / (4.10), (5.5): an NH trajectory is
+    unconstrained iff its NH multiplier ``lambda`` vanishes along it.  For all trajectories:
+    ``lambda(q, v) == 0``.
 
     Parameters
     ----------
@@ -225,7 +232,8 @@ def unconstrained_test(
         else f"not unconstrained: {len(bad)} NH multiplier component(s) do not vanish"
     )
     return SymbolicVerdict(
-        name="nonholonomic trajectories are unconstrained (J-R 2019, Thm. 4.8(a))",
+        name="nonholonomic trajectories are unconstrained "
+        "(Jóźwikowski & Respondek (2019), Thm. 4.8(a))",
         holds=holds,
         statement=statement,
         conditions={"multipliers": lam},
@@ -292,7 +300,9 @@ def vakonomic_is_nonholonomic(
     subs: Mapping[Any, Any] | None = None,
     data: NonholonomicData | None = None,
 ) -> SymbolicVerdict:
-    """Is a VAK motion with multipliers ``mu`` nonholonomic?  Seed 000 Thm. 4.8(c), (4.12)/(5.7).
+    """Is a VAK motion with multipliers ``mu`` nonholonomic?
+
+    Jóźwikowski & Respondek (2019), Thm. 4.8(c), (4.12)/(5.7).
 
     The condition is pointwise: ``mu_a domega^a(qdot, e_j) = 0`` for every field ``e_j`` of D,
     i.e. ``KE^T mu = 0``.
@@ -323,7 +333,7 @@ def vakonomic_is_nonholonomic(
     else:
         statement = "not nonholonomic: mu_a domega^a(qdot, e_j) does not vanish"
     return SymbolicVerdict(
-        name="vakonomic motion is nonholonomic (J-R 2019, Thm. 4.8(c))",
+        name="vakonomic motion is nonholonomic (Jóźwikowski & Respondek (2019), Thm. 4.8(c))",
         holds=holds,
         statement=statement,
         conditions={"(4.12)": cond},
@@ -358,10 +368,12 @@ def vakonomic_test(
     data: NonholonomicData | None = None,
     points: int = 3,
 ) -> SymbolicVerdict:
-    """Is every NH trajectory vakonomic?  Question (Q1) of J-R 2019, in coordinates.
+    """Is every NH trajectory vakonomic?  Question (Q1), in coordinates.
 
-    Along the NH flow the multiplier must solve ``mudot = -lambda - KS^T mu`` (J-R 2019, Sec. 2.7)
-    and satisfy ``A_0 mu = c_0`` with ``A_0 = KE^T``, ``c_0 = 0`` (Thm. 4.8(c)).  Differentiating
+    Question (Q1) of Jóźwikowski & Respondek (2019).  Along the NH flow the multiplier must solve
+    ``mudot = -lambda - KS^T mu`` (derived here from the paper's Lemma 4.10; not stated in the
+    paper in this form) and satisfy ``A_0 mu = c_0`` with ``A_0 = KE^T``, ``c_0 = 0``
+    (Thm. 4.8(c)).  Differentiating
     ``A_j mu - c_j`` along the flow gives ``A_{j+1} = Gamma(A_j) - A_j KS^T`` and
     ``c_{j+1} = Gamma(c_j) + A_j lambda``.  The stack is extended until its rank (at generic
     points of ``(q, v, params)``) stops growing.  If the stacked system is consistent, the set
@@ -489,7 +501,7 @@ def vakonomic_test(
             f"inconsistent ({len(obstruction)} obstruction(s))"
         )
     return SymbolicVerdict(
-        name="every nonholonomic trajectory is vakonomic (J-R 2019, Q1)",
+        name="every nonholonomic trajectory is vakonomic (Jóźwikowski & Respondek (2019), (Q1))",
         holds=holds,
         statement=statement,
         conditions={"A_j mu - c_j": conds},

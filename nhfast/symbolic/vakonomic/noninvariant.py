@@ -1,9 +1,10 @@
-"""Non-invariant Chaplygin systems: seed 000's own criterion for "NH trajectory is VAK".
+"""Non-invariant Chaplygin systems: the paper's own criterion for "NH trajectory is VAK".
 
-Jozwikowski & Respondek (2019, "J-R" below), Sections 3-4 (digest ``spec/seed000.md`` Sec. 2.1,
-2.2, 2.5).  The package's other route (:mod:`~.nh_vs_vak`, digest Sec. 2.7) decides the
-question through the multiplier ODE in raw coordinates; this module implements the paper's
-objects themselves:
+Jóźwikowski & Respondek (2019), "A comparison of vakonomic and nonholonomic dynamics with
+applications to non-invariant Chaplygin systems", Sections 2-4.  The package's other route
+(:mod:`~.nh_vs_vak`) decides the question through the multiplier ODE in raw coordinates, an
+algorithm derived here from the paper's Lemma 4.10 (not stated in the paper); this module
+implements the paper's objects themselves:
 
 * (3.1) the admissible variation ``delta v = wdot + C(v, w)`` in an anholonomic frame
   (:func:`admissible_variation`);
@@ -33,17 +34,18 @@ Conventions
   base components depend on the base coordinates only), the last ``k`` the fundamental fields
   ``e~_alpha`` of a basis ``e_alpha`` of ``g`` (zero base components).
 * Frame velocities ``qdot = frame . (y, a)``: ``y`` horizontal (base velocity ``X = y``), ``a``
-  vertical; ``HQ = {a = 0}`` and the connection form is ``omega(Z) = a`` (J-R (4.5)).
-* Structure functions ``[e_b, e_c] = C^a_bc e_a`` (J-R (2.3)); arrays follow
+  vertical; ``HQ = {a = 0}`` and the connection form is ``omega(Z) = a`` (the paper's (4.5)).
+* Structure functions ``[e_b, e_c] = C^a_bc e_a`` (the paper's (2.3)); arrays follow
   :mod:`nhfast.symbolic.frames`: ``C[b, c, a] = C^a_bc``, ``R[i, j, alpha] = R^alpha_ij``,
   ``B[i, beta, alpha] = B^alpha_{i beta}`` (Prop. 4.5).
-* Multiplier: J-R write ``L~ = L - <lambda, omega(Z)>`` (Thm. 4.8(c)); the package's raw
+* Multiplier: the paper writes ``L~ = L - <lambda, omega(Z)>`` (Thm. 4.8(c)); the package's raw
   multipliers ``mu`` of ``L + mu_a W_a(qdot)`` are converted by :func:`coordinate_multipliers`.
 
-Seed misprints (followed here is the mathematics): the printed (4.8) lost the dot of ``bdot``;
-Cor. 4.11/4.12 print "FL lambda" for ``FL - lambda``.  With ``FL - lambda`` Cor. 4.12 must read
-``<d/dt (FL - lambda), b> = -<lambda, B(X, b)>`` (from (4.16) and Remark 4.4); the digest copies
-the printed right-hand side ``+<lambda, B(X, b)>`` (correct only for ``lambda - FL``).
+Misprints of the paper (followed here is the mathematics): the printed (4.8) lost the dot of
+``bdot``; Cor. 4.11/4.12 print "FL lambda" for ``FL - lambda``.  With ``FL - lambda`` Cor. 4.12
+must read ``<d/dt (FL - lambda), b> = -<lambda, B(X, b)>`` (derived here from (4.16) and
+Remark 4.4); the printed right-hand side ``+<lambda, B(X, b)>`` is correct only for
+``lambda - FL``.
 """
 
 from __future__ import annotations
@@ -83,10 +85,10 @@ def admissible_variation(
     t: sp.Symbol,
     simplify: Simplifier = False,
 ) -> tuple[sp.Matrix, sp.Matrix]:
-    """The admissible variation (3.1) of J-R in an anholonomic frame.
+    """The admissible variation (3.1) of Jóźwikowski & Respondek (2019) in an anholonomic frame.
 
     Along a curve ``q(t)`` with frame velocities ``v(t)`` (``qdot = A(q) v``) and a generator
-    ``xi(t) = A(q) w(t)``, J-R (3.1) reads::
+    ``xi(t) = A(q) w(t)``, Jóźwikowski & Respondek (2019), (3.1) reads::
 
         delta_xi gamma ~ (q, v, A(q) w, wdot^d + C^d_ab(q) v^a w^b),
 
@@ -143,7 +145,9 @@ def admissible_variation(
 
 @dataclass
 class ChaplyginBundle:
-    """A (not necessarily invariant) Chaplygin system in an adapted frame (J-R Sec. 4).
+    """A (not necessarily invariant) Chaplygin system in an adapted frame.
+
+    Jóźwikowski & Respondek (2019), Sec. 4.
 
     Attributes
     ----------
@@ -159,12 +163,13 @@ class ChaplyginBundle:
     params : list of sympy.Symbol
         Parameters (everything else free in the data).
     structure : sympy.MutableDenseNDimArray
-        ``C[b, c, a] = C^a_bc`` of the whole frame (J-R (2.3)).
+        ``C[b, c, a] = C^a_bc`` of the whole frame (the paper's (2.3)).
     curvature : sympy.MutableDenseNDimArray
-        ``R[i, j, alpha] = R^alpha_ij`` (J-R (4.1), Prop. 4.5), ``m x m x k``.
+        ``R[i, j, alpha] = R^alpha_ij`` (Jóźwikowski & Respondek (2019), (4.1), Prop. 4.5),
+        ``m x m x k``.
     noninvariance : sympy.MutableDenseNDimArray
-        ``B[i, beta, alpha] = B^alpha_{i beta}`` (J-R (4.2), Prop. 4.5), ``m x k x k``;
-        identically zero iff ``HQ`` is ``G``-invariant (Remark 4.3).
+        ``B[i, beta, alpha] = B^alpha_{i beta}`` (Jóźwikowski & Respondek (2019), (4.2), Prop. 4.5),
+        ``m x k x k``; identically zero iff ``HQ`` is ``G``-invariant (Remark 4.3).
     lagrangian : sympy.Expr
         ``L(q, y, a)`` in the frame velocities.
     FL, HL : sympy.Matrix
@@ -195,7 +200,10 @@ class ChaplyginBundle:
 
     @property
     def horizontal_velocity(self) -> sp.Matrix:
-        """``qdot = frame[:, :m] . y`` on ``HQ`` (J-R (4.5) with ``a = 0``)."""
+        """``qdot = frame[:, :m] . y`` on ``HQ``.
+
+        Jóźwikowski & Respondek (2019), (4.5) with ``a = 0``.
+        """
         return self.frame[:, : self.rank] * sp.Matrix(self.y)
 
     def R(self, X: Any, Y: Any) -> sp.Matrix:
@@ -250,7 +258,9 @@ def chaplygin_bundle(
     names: tuple[str, str] = ("y", "a"),
     simplify: Simplifier = True,
 ) -> ChaplyginBundle:
-    """The tensors ``R``, ``B``, ``FL``, ``HL`` of a non-invariant Chaplygin system (J-R Sec. 4).
+    """The tensors ``R``, ``B``, ``FL``, ``HL`` of a non-invariant Chaplygin system.
+
+    Jóźwikowski & Respondek (2019), Sec. 4.
 
     ``R`` and ``B`` are the vertical blocks of the frame structure functions (Prop. 4.5)::
 
@@ -367,7 +377,9 @@ def chaplygin_bundle(
 
 
 def generator_equation(bundle: ChaplyginBundle, X: Any, Y: Any, b: Any, bdot: Any) -> sp.Matrix:
-    """Left-hand side of J-R (4.8): ``bdot + B(q)(X, b) + R(q)(X, Y)``.
+    """Left-hand side of (4.8): ``bdot + B(q)(X, b) + R(q)(X, Y)``.
+
+    Jóźwikowski & Respondek (2019), (4.8).
 
     Lemma 4.6: along a horizontal curve with base velocity ``X``, the generator
     ``xi = Y~ + b~`` has vertical variation (4.6) ``bdot + B(X, b)`` from ``b~`` and (4.7)
@@ -394,7 +406,7 @@ def generator_equation(bundle: ChaplyginBundle, X: Any, Y: Any, b: Any, bdot: An
 def multiplier_equation(
     bundle: ChaplyginBundle, lam: Any, lamdot: Any, ydot: Any, simplify: bool = True
 ) -> sp.Matrix:
-    """Left-hand side of J-R (4.16), the linear ODE of the vakonomic multiplier.
+    """Left-hand side of the multiplier's linear ODE (Jóźwikowski & Respondek 2019, (4.16)).
 
     Prop. 4.9: a horizontal curve is a vakonomic extremal of ``L~ = L - <lambda, omega(Z)>`` iff
     (4.15) holds and, for every ``beta``::
@@ -435,10 +447,11 @@ def multiplier_equation(
 
 
 def coordinate_multipliers(bundle: ChaplyginBundle, forms: Any, lam: Any) -> sp.Matrix:
-    """The package's raw multipliers ``mu`` for J-R's ``lambda``.
+    """The package's raw multipliers ``mu`` for Jóźwikowski & Respondek's ``lambda``.
 
-    J-R: ``L~ = L - <lambda, omega(qdot)>`` with ``omega(qdot) = a`` (the vertical frame
-    velocities); the package (:mod:`~._forms`): ``L + mu_a W_a(qdot)`` with constraint 1-forms
+    Jóźwikowski & Respondek: ``L~ = L - <lambda, omega(qdot)>`` with ``omega(qdot) = a``
+    (the vertical frame velocities); the package (:mod:`~._forms`): ``L + mu_a W_a(qdot)`` with
+    constraint 1-forms
     ``W`` (``k x n``, annihilating ``HQ``).  On any ``qdot``, ``W qdot = N a`` with
     ``N = W . frame_V`` (``k x k``), hence ``mu = -N^{-T} lambda``.
 
@@ -472,7 +485,9 @@ def coordinate_multipliers(bundle: ChaplyginBundle, forms: Any, lam: Any) -> sp.
 
 @dataclass
 class IntegralCriterion:
-    """Both sides of J-R (4.11) for one generator pair, along one NH trajectory.
+    """Both sides of (4.11) for one generator pair, along one NH trajectory.
+
+    Jóźwikowski & Respondek (2019), (4.11).
 
     Attributes
     ----------
@@ -521,7 +536,9 @@ def integral_criterion(
     rtol: float = 1e-13,
     atol: float = 1e-14,
 ) -> IntegralCriterion:
-    """Evaluate J-R Thm. 4.8(b) (4.11) (= (5.6) via Remark 5.7) for one horizontal generator.
+    """Evaluate the integral criterion (4.11) for one horizontal generator.
+
+    Jóźwikowski & Respondek (2019), Thm. 4.8(b) (4.11) (= (5.6) via Remark 5.7).
 
     Integrates, with SciPy DOP853, the horizontal motion ``qdot = frame_H y``, ``y' = ydot``
     (the NH equations in the frame velocities), the generator ODE (4.8)
@@ -659,7 +676,9 @@ def admissible_pair_residuals(
 
 @dataclass
 class LeftInvariantConstraint:
-    """J-R Sec. 5: a Lie group ``H``, a constraint subspace ``d`` of ``h`` and a complement.
+    """A Lie group ``H``, a constraint subspace ``d`` of ``h`` and a complement.
+
+    Jóźwikowski & Respondek (2019), Sec. 5.
 
     Attributes
     ----------
@@ -762,7 +781,9 @@ def left_invariant_constraint(
     group: Sequence[sp.Symbol] = (),
     frame: Any = None,
 ) -> LeftInvariantConstraint:
-    """Data of J-R Sec. 5: ``d``, ``d'``, ``mu = dL/deta`` and ``rho = h^*(dL/dh)``.
+    """The data ``d``, ``d'``, ``mu = dL/deta``, ``rho = h^*(dL/dh)`` of a Lie group system.
+
+    Jóźwikowski & Respondek (2019), Sec. 5.
 
     Parameters
     ----------
@@ -832,7 +853,9 @@ def left_invariant_constraint(
 
 
 def lie_generator_equation(data: LeftInvariantConstraint, a: Any, b: Any, bdot: Any) -> sp.Matrix:
-    """J-R (5.3): ``bdot + P'[eta, a] + P'[eta, b]`` (``N`` components, in ``d'``).
+    """``bdot + P'[eta, a] + P'[eta, b]`` in ``d'`` (``N`` components).
+
+    Jóźwikowski & Respondek (2019), (5.3).
 
     ``xi = a + b`` (``a`` in ``d``, ``b`` in ``d'``) generates a vakonomic variation along
     ``eta(t)`` in ``d`` iff this vanishes (Prop. 5.2; splitting-free: ``xidot + [eta, xi]`` in
@@ -849,7 +872,7 @@ def lie_generator_equation(data: LeftInvariantConstraint, a: Any, b: Any, bdot: 
 def lie_integral_criterion_integrands(
     data: LeftInvariantConstraint, a: Any, b: Any
 ) -> tuple[sp.Expr, sp.Expr]:
-    """The two integrands of J-R Thm. 5.3(b) (5.6).
+    """The two integrands of Jóźwikowski & Respondek (2019), Thm. 5.3(b) (5.6).
 
     Returns ``(<rho + ad*_eta P* mu, b>, <ad*_eta P'^* mu, a>)`` =
     ``(rho(b) + mu(P[eta, b]), mu(P'[eta, a]))``; an NH trajectory is vakonomic iff their
@@ -869,7 +892,9 @@ def _psi(data: LeftInvariantConstraint, etadot: Any, lam_h: sp.Matrix) -> sp.Mat
 
 
 def euler_poincare_suslov(data: LeftInvariantConstraint, etadot: Any) -> sp.Matrix:
-    """J-R Lemma 5.4 (5.8): ``<rho - mudot + ad*_eta mu, a_r> = 0`` on the basis ``a_r`` of ``d``.
+    """``<rho - mudot + ad*_eta mu, a_r> = 0`` on the basis ``a_r`` of ``d``.
+
+    Jóźwikowski & Respondek (2019), Lemma 5.4 (5.8).
 
     Parameters
     ----------
@@ -890,7 +915,9 @@ def euler_poincare_suslov(data: LeftInvariantConstraint, etadot: Any) -> sp.Matr
 def lie_vakonomic_equations(
     data: LeftInvariantConstraint, etadot: Any, lam: Any, lamdot: Any
 ) -> tuple[sp.Matrix, sp.Matrix]:
-    """J-R Lemma 5.4 (5.9), (5.10) for ``L~ = L - <lambda, P' eta>``, ``lambda`` in ``Ann(d)``.
+    """The vakonomic equations for ``L~ = L - <lambda, P' eta>``, ``lambda`` in ``Ann(d)``.
+
+    Jóźwikowski & Respondek (2019), Lemma 5.4 (5.9), (5.10).
 
     Parameters
     ----------

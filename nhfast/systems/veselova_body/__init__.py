@@ -13,6 +13,9 @@ a named inertia (``inertia=``, :data:`nhfast.systems.inertia.INERTIAS`).  The mo
 * :mod:`~nhfast.systems.veselova_body.lie` -- the reduced data from the Lie algebra, and the
   body equations on ``so(3)``;
 * :mod:`~nhfast.systems.veselova_body.model` -- :func:`veselova`, which picks among them.
+
+Reference: García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems
+revisited".
 """
 
 from nhfast.systems.veselova_body.embedded import (

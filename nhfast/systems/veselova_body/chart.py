@@ -1,4 +1,8 @@
-"""The reduced Veselova system on ``T*S^{n-1}`` in the northern-hemisphere chart."""
+"""The reduced Veselova system on ``T*S^{n-1}`` in the northern-hemisphere chart.
+
+Reference: García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems
+revisited".
+"""
 
 from __future__ import annotations
 

@@ -12,6 +12,9 @@ constraint) derive it and adds the observables :data:`VESELOVA_OBSERVABLES`.
 :func:`structured_field` compiles that program with looped kernels, :func:`unrolled_field`
 unrolls it into SymPy expressions.  The rest are NumPy maps: chart to embedding and back,
 velocity and momentum, splitting and joining states, projection onto the constraints.
+
+Reference: García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems
+revisited".
 """
 
 from __future__ import annotations
@@ -55,8 +58,9 @@ VESELOVA_OBSERVABLES = (
 def structured_program(n: int, potential: Potential = None) -> IndexedProgram:
     """The whole-sphere Veselova equations derived by the matrix-level engine.
 
-    :class:`~nhfast.symbolic.rigid_body.RigidBody` with the seed's inertia ``I(Om) = A Om A``
-    and the space-fixed constraint derives ``gammadot = |gamma|^2 v`` and
+    :class:`~nhfast.symbolic.rigid_body.RigidBody` with the inertia ``I(Om) = A Om A`` of
+    García-Naranjo & Marrero (2020), (4.5), and the space-fixed constraint derives
+    ``gammadot = |gamma|^2 v`` and
     ``mdot = -(m . v) gamma - |gamma|^2 P_gamma grad U`` with ``v = (A^{-1} m - (gamma .
     A^{-1} m) / |gamma|^2 gamma) / c`` from the reduced metric (a closed-form solve, ``O(n)``
     per lane); its ``divergence`` is generated from the program.  The observables are

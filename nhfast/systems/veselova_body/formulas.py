@@ -5,6 +5,9 @@
 ``c = (A gamma, gamma)`` (García-Naranjo & Marrero 2020, Section 4.2, (4.3)-(4.14)).  The reduced
 system is phi-simple with ``phi = -1/2 ln c`` and has the invariant density ``c^{(2-n)/2}``
 with respect to the Liouville volume of ``T*S^{n-1}`` (their Theorem 4.3).
+
+Reference: García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems
+revisited".
 """
 
 from __future__ import annotations

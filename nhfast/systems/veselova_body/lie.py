@@ -1,6 +1,10 @@
 """The Veselova body from the Lie algebra: reduced data by brackets of left-trivialised fields (for
 any inertia operator), and the body equations on ``so(3)`` as a Lie-group (Euler-Poincaré-Suslov)
-system."""
+system.
+
+Reference: García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems
+revisited".
+"""
 
 from __future__ import annotations
 

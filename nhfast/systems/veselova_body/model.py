@@ -1,4 +1,8 @@
-"""One constructor for the Veselova body on ``SO(n)``, in the form a computation needs."""
+"""One constructor for the Veselova body on ``SO(n)``, in the form a computation needs.
+
+Reference: García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems
+revisited".
+"""
 
 from __future__ import annotations
 

@@ -5,6 +5,9 @@ reduced data (García-Naranjo & Marrero 2020, Section 4.2, (4.3)-(4.8)):
 :func:`unreduced_field` integrates ``(g, Omega)`` on ``SO(n) x so(n)``;
 :func:`coordinate_system` writes the system in coordinates of ``SO(n)`` as a
 :class:`~nhfast.symbolic.systems.ChaplyginSystem`.  Maps to and from the embedded states follow.
+
+Reference: García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems
+revisited".
 """
 
 from __future__ import annotations
