@@ -237,10 +237,12 @@ def series_figure(check: Check) -> Any:
     Parameters
     ----------
     check : Check
+        Its ``series``: ``"t"`` (or ``"tau"``) and the curves over it.
 
     Returns
     -------
     matplotlib.figure.Figure or None
+        None when there is no series to draw.
     """
     t = np.asarray(check.series.get("t", []), dtype=float)
     curves = {k: np.asarray(v, dtype=float) for k, v in check.series.items() if k != "t"}
@@ -305,10 +307,12 @@ def histogram_figure(check: Check) -> Any:
     Parameters
     ----------
     check : Check
+        Its ``samples``: one set of values per name (per trajectory or per sampled state).
 
     Returns
     -------
     matplotlib.figure.Figure or None
+        None when there are no samples.
     """
     samples = {k: np.asarray(v, dtype=float) for k, v in check.samples.items()}
     samples = {k: v[np.isfinite(v)] for k, v in samples.items()}
