@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,8 +105,7 @@ class IntegrationResult:
     def concatenate(cls, parts: Sequence[IntegrationResult]) -> IntegrationResult:
         """One result of the trajectories of ``parts`` in order (runs of chunks of a batch).
 
-        The parts share the output times and the method; stats, observables, ``t_reached``
-        and events are joined where every part has them (event records padded to the widest).
+        :meth:`assemble` with the parts one after the other.
 
         Raises
         ------
@@ -116,29 +115,93 @@ class IntegrationResult:
         parts = list(parts)
         if not parts:
             raise ValueError("parts: at least one result to concatenate, got none")
-        first = parts[0]
         for i, p in enumerate(parts[1:], 1):
-            if p.method != first.method or not np.array_equal(p.t, first.t):
+            if p.method != parts[0].method or not np.array_equal(p.t, parts[0].t):
                 raise ValueError(
                     f"parts[{i}]: another method or other output times than parts[0] "
-                    f"({p.method!r} against {first.method!r})"
+                    f"({p.method!r} against {parts[0].method!r})"
                 )
         if len(parts) == 1:
-            return first
-        obs_names = [k for k in first.observables if all(k in p.observables for p in parts)]
-        res = cls(
-            t=first.t,
-            y=np.concatenate([p.y for p in parts]),
-            status=np.concatenate([p.status for p in parts]),
-            stats={k: np.concatenate([p.stats[k] for p in parts]) for k in first.stats},
-            method=first.method,
-            observables={k: np.concatenate([p.observables[k] for p in parts]) for k in obs_names},
-        )
-        if all(p.t_reached is not None for p in parts):
-            res.t_reached = np.concatenate([p.t_reached for p in parts])
-        if all(p.events is not None for p in parts):
-            res.events = EventRecord.concatenate([p.events for p in parts])
+            return parts[0]  # as before: the part itself
+        starts = np.cumsum([0] + [p.y.shape[0] for p in parts[:-1]]).tolist()
+        return cls.assemble(zip(starts, parts, strict=True), sum(p.y.shape[0] for p in parts))
+
+    @classmethod
+    def assemble(
+        cls, parts: Iterable[tuple[int, IntegrationResult]], n_traj: int
+    ) -> IntegrationResult:
+        """One result of ``n_traj`` trajectories from parts that cover them, each placed at its
+        first row, taken as they come (in any order: a part is copied in, and may go).
+
+        The parts share the output times and the method; stats, observables, ``t_reached``
+        and events are kept where every part has them (event records padded to the widest).
+
+        Parameters
+        ----------
+        parts : iterable of (int, IntegrationResult)
+            The first row of each part, and the part.
+        n_traj : int
+            Rows of the result: the parts must cover each once.
+
+        Returns
+        -------
+        IntegrationResult
+
+        Raises
+        ------
+        ValueError
+            No parts, parts that do not cover the rows once, or parts with other output times
+            or another method.
+        """
+        res, covered, events = None, np.zeros(n_traj, dtype=bool), []
+        for start, p in parts:
+            stop = start + p.y.shape[0]
+            if res is None:
+                res = cls._empty(p, n_traj)
+            elif p.method != res.method or not np.array_equal(p.t, res.t):
+                raise ValueError(
+                    f"the part at row {start}: another method or other output times than the "
+                    f"first ({p.method!r} against {res.method!r})"
+                )
+            if not 0 <= start <= stop <= n_traj or covered[start:stop].any():
+                raise ValueError(f"the part at rows {start}:{stop} overlaps another or is outside "
+                                 f"0:{n_traj}")  # fmt: skip
+            covered[start:stop] = True
+            res.y[start:stop], res.status[start:stop] = p.y, p.status
+            for group, theirs in ((res.stats, p.stats), (res.observables, p.observables)):
+                for k in [k for k in group if k not in theirs]:
+                    del group[k]
+                for k, v in group.items():
+                    v[start:stop] = theirs[k]
+            if res.t_reached is not None and p.t_reached is not None:
+                res.t_reached[start:stop] = p.t_reached
+            else:
+                res.t_reached = None
+            events.append((start, p.events))
+        if res is None:
+            raise ValueError("parts: at least one result to concatenate, got none")
+        if not covered.all():
+            got = int(covered.sum())
+            raise ValueError(f"parts: they must cover the {n_traj} trajectories, got {got}")
+        if all(e is not None for _, e in events):
+            events.sort(key=lambda se: se[0])
+            res.events = EventRecord.concatenate([e for _, e in events])
         return res
+
+    @classmethod
+    def _empty(cls, like: IntegrationResult, n_traj: int) -> IntegrationResult:
+        """A result of ``n_traj`` trajectories shaped like ``like``, its arrays to be filled."""
+        nt, n = like.y.shape[1:]
+        obs = like.observables
+        return cls(
+            t=like.t,
+            y=np.empty((n_traj, nt, n)),
+            status=np.zeros(n_traj, dtype=np.int32),
+            stats={k: np.zeros(n_traj, dtype=v.dtype) for k, v in like.stats.items()},
+            method=like.method,
+            observables={k: np.empty((n_traj, *np.shape(v)[1:])) for k, v in obs.items()},
+            t_reached=None if like.t_reached is None else np.full(n_traj, np.nan),
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         for name in ["stats", *self.__dict__.get("_deferred", ())]:

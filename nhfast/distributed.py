@@ -38,7 +38,7 @@ import pickle
 import threading
 import uuid
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -291,13 +291,6 @@ def integrate_ensemble(
         warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
         futures = _submit(client, todo, starts, chunk, x0, par_rows, par_of, key, payload, t,
                           opts, store, token)  # fmt: skip
-    y = status = stats = obs = None
-    if group is None:
-        y = np.empty((ntraj, t.size, n))
-        status = np.zeros(ntraj, dtype=np.int32)
-        stats = np.zeros((ntraj, len(STATS)), dtype=np.int64)
-        obs = np.empty((ntraj, t.size, len(obs_names))) if obs_names else None
-        reached = np.full(ntraj, np.nan)
     index = {f.key: i for f, i in zip(futures, todo, strict=True)}
     total, done = len(starts), len(starts) - len(todo)
     if progress is not None:
@@ -307,38 +300,31 @@ def integrate_ensemble(
     # results come straight from the workers (not relayed and re-serialised by the
     # scheduler) unless the client was made with direct_to_workers=False
     direct = client.direct_to_workers is not False and _DIRECT
-    try:
+
+    def arrived() -> Iterator[tuple[int, IntegrationResult]]:
+        """Each chunk's result at its first row, as it comes (then released)."""
+        nonlocal done
         for batch in as_completed(futures).batches():
             outs = client.gather(batch, direct=direct)
             for fut, out in zip(batch, outs, strict=True):
-                i = index[fut.key]
                 if out is not None:
-                    sl = slice(starts[i], starts[i] + chunk)
-                    y[sl], part_obs, status[sl], stats[sl], part_reached = out  # type: ignore[index]
-                    if obs is not None:
-                        obs[sl] = part_obs
-                    if part_reached is not None:
-                        reached[sl] = part_reached
+                    yield starts[index[fut.key]], _part(t, method, obs_names, out)
                 fut.release()
                 done += 1
                 if progress is not None:
                     progress(done, total)
+
+    try:
+        if group is None:
+            res = IntegrationResult.assemble(arrived(), ntraj)
+        else:
+            for _ in arrived():  # the chunks are in the store
+                pass
     finally:
         client.cancel(futures)
     if group is not None:
         group.attrs["nhfast"] = {**group.attrs["nhfast"], "complete": True}
         res = _result_from_group(group, method)
-    else:
-        res = IntegrationResult(
-            t=t,
-            y=y,
-            status=status,
-            stats={k: stats[:, j].copy() for j, k in enumerate(STATS)},  # type: ignore[index]
-            method=method,
-            observables={k: obs[:, :, j] for j, k in enumerate(obs_names)},  # type: ignore[index]
-        )
-        if _HAS_T_REACHED:
-            res.t_reached = reached
     report_failures(res, res.status != 0, keep_failed)
     return res
 
@@ -545,6 +531,20 @@ def _damaged(group: Any, index: int, chunk: int) -> list[str]:
         if got != w:
             bad.append(name)
     return bad
+
+
+def _part(t: np.ndarray, method: str, obs_names: list[str], out: tuple) -> IntegrationResult:
+    """The result of one chunk from what its task returned (views, no copies)."""
+    y, obs, status, stats, reached = out
+    return IntegrationResult(
+        t=t,
+        y=y,
+        status=status,
+        stats={k: stats[:, j] for j, k in enumerate(STATS)},
+        method=method,
+        observables={k: obs[:, :, j] for j, k in enumerate(obs_names)} if obs_names else {},
+        t_reached=reached if _HAS_T_REACHED else None,
+    )
 
 
 def _jsonable(value: Any) -> Any:

@@ -90,3 +90,21 @@ def test_parts_must_match() -> None:
     with pytest.raises(ValueError, match=r"parts\[1\]"):
         IntegrationResult.concatenate([a, c])
     assert IntegrationResult.concatenate([a]) is a
+
+
+def test_assemble_takes_parts_in_any_order() -> None:
+    """Parts placed at their first rows, arriving out of order, give the batch's own run; parts
+    that overlap or leave rows uncovered are refused."""
+    vf = oscillator()
+    x0 = np.array([[1.0, 0.0], [0.5, 0.2], [0.0, 1.0], [0.3, -0.4]])
+    w = np.array([[1.0], [2.0], [3.0], [4.0]])
+    t = np.linspace(0.0, 2.0, 5)
+    whole = nh.integrate(vf, x0, t, params=w)
+    runs = {s: nh.integrate(vf, x0[s : s + 2], t, params=w[s : s + 2]) for s in (0, 2)}
+    assert_same(IntegrationResult.assemble([(2, runs[2]), (0, runs[0])], 4), whole)
+    with pytest.raises(ValueError, match="overlaps another"):
+        IntegrationResult.assemble([(0, runs[0]), (1, runs[2])], 4)
+    with pytest.raises(ValueError, match="must cover the 4 trajectories, got 2"):
+        IntegrationResult.assemble([(0, runs[0])], 4)
+    with pytest.raises(ValueError, match="outside 0:3"):
+        IntegrationResult.assemble([(0, runs[0]), (2, runs[2])], 3)
