@@ -233,7 +233,9 @@ class MeasureResult:
     sigma : sympy.Expr or None
         ``Theta = d sigma`` when found.
     density : sympy.Expr or None
-        ``exp(sigma)``, the density w.r.t. ``ds dp`` (momenta, not velocities).
+        ``exp(sigma)``, the density w.r.t. ``ds dp`` (momenta, not velocities), with the logs
+        of ``sigma`` taken of absolute values: real on the whole chart
+        (:func:`real_density`).
     reason : str
         Why there is no basic measure, or ``""``.
     """
@@ -273,7 +275,28 @@ def invariant_measure(system: Any, simplify: Simplifier = True) -> MeasureResult
         sigma = integrate_exact_form(th, red.s, simplify=simplify)
     except ValueError as exc:
         return MeasureResult(th, dth, True, reason=str(exc))
-    return MeasureResult(th, dth, True, sigma=sigma, density=sp.exp(sigma))
+    return MeasureResult(th, dth, True, sigma=sigma, density=real_density(sigma))
+
+
+def real_density(sigma: Any) -> sp.Expr:
+    """``exp(sigma)`` with every ``log(u)`` in ``sigma`` taken as ``log|u|``.
+
+    ``sympy.integrate`` writes a potential of ``du / u`` as ``log(u)``, which is complex where
+    ``u < 0``; ``log|u|`` has the same differential wherever ``u != 0``, so its exponential is
+    a density of the same measure, real on the whole chart whatever the sign of ``u`` there
+    (a ``u`` SymPy knows to be positive is left as it is).
+
+    Parameters
+    ----------
+    sigma : sympy.Expr
+        A potential of ``Theta``.
+
+    Returns
+    -------
+    sympy.Expr
+    """
+    real = sp.sympify(sigma).replace(sp.log, lambda u: sp.log(sp.Abs(u)))
+    return sp.exp(real)
 
 
 @dataclass
