@@ -22,7 +22,7 @@ import numpy as np
 
 from nhfast import _abi
 from nhfast._cache import memo, peek
-from nhfast._fastpath import NO_PARAMS, CallPlan, call_plan, taylor_kernel
+from nhfast._fastpath import NO_PARAMS, CallPlan, call_plan, checks_its_own_inputs, taylor_kernel
 from nhfast._kernels import InputChecks
 from nhfast._memory import check as check_memory
 from nhfast._result import IntegrationResult, conclude
@@ -109,10 +109,8 @@ def input_checks(system: VectorField) -> InputChecks | None:
     for a class that overrides ``check_inputs``, ``check_params`` or ``check_domain``)."""
 
     def build() -> InputChecks | None:
-        cls = type(system)
-        for m in ("check_inputs", "check_params", "check_domain"):
-            if getattr(cls, m) is not getattr(VectorField, m):
-                return None
+        if checks_its_own_inputs(system):
+            return None
         return InputChecks(list(system.states), list(system.params), dict(system.domain or {}))
 
     return memo(system, "input_checks", build)

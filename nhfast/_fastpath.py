@@ -233,6 +233,16 @@ def _build_unrolled(ref: weakref.ref, order: int) -> None:
         plan[0].forget_kernels()
 
 
+def checks_its_own_inputs(system: VectorField) -> bool:
+    """Whether the class of ``system`` overrides ``check_inputs``, ``check_params`` or
+    ``check_domain`` (then only its own methods decide, never the cached checks)."""
+    cls = type(system)
+    return any(
+        getattr(cls, m) is not getattr(VectorField, m)
+        for m in ("check_inputs", "check_params", "check_domain")
+    )
+
+
 def call_plan(system: VectorField) -> CallPlan | None:
     """The system's :class:`CallPlan`, built once; None for a system whose checks are its own
     (a class that overrides ``check_inputs``, ``check_params`` or ``check_domain``)."""
@@ -241,11 +251,6 @@ def call_plan(system: VectorField) -> CallPlan | None:
         return plan[0]
 
     def build() -> CallPlan | None:
-        cls = type(system)
-        own = any(
-            getattr(cls, m) is not getattr(VectorField, m)
-            for m in ("check_inputs", "check_params", "check_domain")
-        )
-        return (None if own else CallPlan(system),)  # a tuple: None is a value too
+        return (None if checks_its_own_inputs(system) else CallPlan(system),)  # None is a value
 
     return memo(system, "call_plan", build)[0]

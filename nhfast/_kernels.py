@@ -125,12 +125,7 @@ class CompiledSystem:
     derived: tuple[Any, Any, int] | None = None
     _keepalive: Any = None
     _code: Any = None  # the KernelSet/IndexedProgram of a NumPy-backend system (for pickling)
-    _taylor_size: Any = None  # a Taylor kernel's size from its tape (see taylor_size)
-
-    @property
-    def taylor_size(self) -> TaylorSize | None:
-        """A Taylor kernel's size (see the class's attributes); None for other kernels."""
-        return self._taylor_size
+    taylor_size: TaylorSize | None = None
 
     @property
     def n_params(self) -> int:
@@ -682,6 +677,6 @@ def compile_taylor(
         params=shape["params"],
         generated=generated,
         flags=_core.HAS["taylor"],
-        _taylor_size=size,
+        taylor_size=size,
         **loaded,
     )

@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from nhfast._validate import is_dask_array
+
 __all__: list[str] = []
 
 
@@ -238,7 +240,7 @@ def array_token(a: Any) -> str | None:
     """
     if a is None:
         return None
-    if hasattr(a, "to_delayed") and hasattr(a, "chunks") and hasattr(a, "dask"):
+    if is_dask_array(a):
         return f"dask:{a.name}"
     data = np.ascontiguousarray(a)
     return f"sha256:{hashlib.sha256(data.tobytes()).hexdigest()}:{data.shape}"

@@ -56,6 +56,11 @@ def positive_ints(**values: Any) -> None:
         positive_int(value, name)
 
 
+def is_dask_array(a: Any) -> bool:
+    """Whether ``a`` is a Dask array (by its interface: Dask need not be installed)."""
+    return hasattr(a, "to_delayed") and hasattr(a, "chunks") and hasattr(a, "dask")
+
+
 def flag(value: Any, name: str) -> bool:
     """``value`` as a bool (Python's or NumPy's), else ``TypeError`` naming ``name``."""
     if not isinstance(value, (bool, np.bool_)):

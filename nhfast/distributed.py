@@ -46,7 +46,7 @@ import numpy as np
 from nhfast import _keys
 from nhfast._abi import STATS
 from nhfast._memory import check as check_memory
-from nhfast._validate import output_times, params_rows, positive_int, state_rows
+from nhfast._validate import is_dask_array, output_times, params_rows, positive_int, state_rows
 from nhfast._version import __version__
 from nhfast.errors import DamagedStoreError, IntegrationWarning
 from nhfast.integrate import HAMILTONISED, METHODS, IntegrationResult, integrate, report_failures
@@ -131,10 +131,6 @@ def system_hash(system: VectorField) -> str:
     (compiling them if needed), else its pickled symbolic description."""
     built = system.compile(("observables",) if system.observables else ())
     return _keys.system_key(built.source.encode() if built.source else pickle.dumps(system))
-
-
-def _is_dask(a: Any) -> bool:
-    return hasattr(a, "to_delayed") and hasattr(a, "chunks") and hasattr(a, "dask")
 
 
 def integrate_ensemble(
@@ -231,14 +227,14 @@ def integrate_ensemble(
     chunk = positive_int(chunk, "chunk")
     n = system.n_state
     t = output_times(t_eval, "t_eval")
-    if _is_dask(x0):
+    if is_dask_array(x0):
         if x0.ndim != 2 or x0.shape[1] != n:
             raise ValueError(f"x0 must have shape (n_traj, {n}); got {x0.shape}")
         ntraj = int(x0.shape[0])
     else:
         x0 = state_rows(x0, n, "x0")
         ntraj = x0.shape[0]
-    if _is_dask(params):
+    if is_dask_array(params):
         if params.shape != (ntraj, system.n_params):
             raise ValueError(
                 f"params must have shape (n_params,) or ({ntraj}, {system.n_params}); "
@@ -333,7 +329,7 @@ def _submit(client, todo, starts, chunk, x0, par_rows, par_of, key, payload, t, 
     """One future per chunk in ``todo`` (Dask inputs stay on the cluster)."""
     if not todo:
         return []
-    if not _is_dask(x0) and not _is_dask(par_rows):
+    if not is_dask_array(x0) and not is_dask_array(par_rows):
         k = len(todo)
         return client.map(
             _run_chunk, [key] * k, [payload] * k,
@@ -344,9 +340,9 @@ def _submit(client, todo, starts, chunk, x0, par_rows, par_of, key, payload, t, 
     import dask
 
     def blocks(a: Any) -> list[Any]:
-        if a is None or not _is_dask(a) and a.ndim == 1:
+        if a is None or not is_dask_array(a) and a.ndim == 1:
             return [a] * len(starts)
-        if not _is_dask(a):
+        if not is_dask_array(a):
             return [a[s : s + chunk] for s in starts]
         return list(a.rechunk({0: chunk, 1: -1}).to_delayed().ravel())
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from nhfast import _abi
 from nhfast._cache import peek
 from nhfast._call import (  # noqa: F401 - the call's constants, importable from here as before
     ADAPTIVE,
@@ -24,11 +23,8 @@ from nhfast._call import (  # noqa: F401 - the call's constants, importable from
     check_inputs,
     input_checks,
 )
-from nhfast._result import IntegrationResult, report_failures  # noqa: F401
+from nhfast._result import STATUS, IntegrationResult, report_failures  # noqa: F401
 from nhfast.vectorfield import VectorField
-
-#: Per-lane status code (``NH_LANE_*`` in nh_abi.h) -> message.
-STATUS = _abi.STATUS
 
 
 def integrate(

@@ -104,11 +104,17 @@ def test_patterns(text, bad):
     assert bool(offences(text)) is bad, offences(text)
 
 
-def test_package_strings_cite_papers():
+def in_package(check) -> list[str]:
+    """``file:line: finding`` for each finding of ``check`` in the package's strings."""
     found = []
     for path in python_files():
         for line, text in strings(path):
-            found += [f"{path.relative_to(PACKAGE.parent)}:{line}: {o}" for o in offences(text)]
+            found += [f"{path.relative_to(PACKAGE.parent)}:{line}: {o}" for o in check(text)]
+    return found
+
+
+def test_package_strings_cite_papers():
+    found = in_package(offences)
     assert not found, "\n".join(found)
 
 
@@ -190,12 +196,7 @@ def test_section_patterns(text, bad):
 
 
 def test_cited_sections_exist():
-    found = []
-    for path in python_files():
-        for line, text in strings(path):
-            found += [
-                f"{path.relative_to(PACKAGE.parent)}:{line}: {w}" for w in wrong_sections(text)
-            ]
+    found = in_package(wrong_sections)
     if README.exists():
         found += [f"README.md: {w}" for w in wrong_sections(README.read_text(encoding="utf-8"))]
     assert not found, "\n".join(found)
