@@ -442,6 +442,7 @@ class Call:
         events = None if dom is None else (dom.spec[1], dom.spec[2])
         finish = partial(_finish_prepared, weakref.ref(self.system), bool(self.wanted),
                          self.threads, self.keep_failed)  # fmt: skip
+        plan.prepared_method = self.method
         try:
             plan.prepared = core_module().PreparedCall(
                 self.options, core, plan.positive, kernel, ndom, self.fixed, watch_rows,

@@ -60,6 +60,8 @@ class CallPlan:
         #: The :class:`nhfast._core.PreparedCall` of the last checked call that had one
         #: (set by :func:`nhfast.integrate`; None before).
         self.prepared: Any = None
+        #: The method of ``prepared`` (only a Taylor call depends on the kernels chosen here).
+        self.prepared_method: str | None = None
         # weakly: the plan lives in the system's memo, which must not keep the system alive
         self._system = weakref.ref(system)
 
@@ -92,10 +94,11 @@ class CallPlan:
         return got
 
     def forget_kernels(self) -> None:
-        """Drop the Taylor kernels chosen so far and the prepared call (a faster kernel is
-        there now: the next call chooses again)."""
+        """Drop the Taylor kernels chosen so far and a prepared Taylor call (a faster kernel is
+        there now: the next call chooses again); a prepared call of another method stays."""
         self._taylor = {}
-        self.prepared = None
+        if self.prepared_method == "taylor":
+            self.prepared = None
 
     def domain_watch(self) -> DomainWatch | None:
         """The domain's conditions as terminal events, without the user's (see

@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nhfast as nh
+from nhfast import _background
 from nhfast._abi import LANE
 from nhfast._fastpath import call_plan
 from nhfast.errors import IntegrationError, IntegrationWarning
@@ -233,6 +234,10 @@ def test_a_changed_option_takes_the_full_path(hh, name, value):
     x0 = np.array([0.1, -0.05, 0.2, 0.3])
     base = dict(method="taylor" if name == "order" else "dop853")
     nh.integrate(hh, x0, [0.0, 2.0], **base)
+    # a Taylor kernel built in the background drops a prepared Taylor call when it lands
+    # (the next call chooses again): let every build land, then prepare
+    _background.wait()
+    nh.integrate(hh, x0, [0.0, 2.0], **base)
     first = _prepared(hh)
     assert first is not None
     kw = {**base, name: value}
@@ -383,3 +388,21 @@ def test_watched_domain_in_a_prepared_call(make, x0, par, method, kw, keep, monk
     if keep:
         _same(got, want)
         assert LANE["left_domain"] in got.status
+
+
+def test_a_landed_taylor_kernel_keeps_a_prepared_call_of_another_method():
+    """A Taylor kernel that lands in the background makes the plan choose its Taylor kernels
+    again; a prepared call of another method does not depend on them and stays."""
+    system = _henon_heiles()
+    x0 = np.array([0.1, -0.05, 0.2, 0.3])
+    nh.integrate(system, x0, [0.0, 1.0], method="dop853")
+    prepared = _prepared(system)
+    assert prepared is not None
+    call_plan(system).forget_kernels()
+    assert _prepared(system) is prepared
+    nh.integrate(system, x0, [0.0, 1.0], method="taylor", rtol=1e-11, atol=1e-11)
+    _background.wait()
+    nh.integrate(system, x0, [0.0, 1.0], method="taylor", rtol=1e-11, atol=1e-11)
+    assert _prepared(system) is not None
+    call_plan(system).forget_kernels()
+    assert _prepared(system) is None

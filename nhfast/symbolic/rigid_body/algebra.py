@@ -475,11 +475,12 @@ def _substituted(node: Node, name: str, value: VecPoly) -> VecPoly:
 def substitute(poly: VecPoly, name: str, value: VecPoly, scalars: Scalars) -> VecPoly:
     """``poly`` with the vector ``name`` replaced by ``value``, in its nodes and in the dot
     products of its coefficients (a vector expression no longer naming ``name``)."""
-    out = VecPoly()
+    out: dict[Node, sp.Expr] = {}
     for node, coef in poly.terms.items():
         c = substitute_scalar(coef, name, value, scalars)
-        out = out + _substituted(node, name, value).scaled(c)
-    return out
+        for k, ck in _substituted(node, name, value).terms.items():
+            out[k] = out.get(k, 0) + c * ck
+    return VecPoly(out).cleaned()  # expanded once, at the end
 
 
 def substitute_scalar(expr: Any, name: str, value: VecPoly, scalars: Scalars) -> sp.Expr:
