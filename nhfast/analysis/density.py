@@ -243,6 +243,12 @@ def _rational(v: Any) -> sp.Expr:
     return sp.Float(float(v), 17)
 
 
+def _shown(expr: sp.Expr) -> sp.Expr:
+    """``expr`` for statements: its floats to 12 significant digits (a fit is good to about
+    ``1e-13`` relative; more digits print noise)."""
+    return expr.xreplace({f: sp.Float(f, 12) for f in expr.atoms(sp.Float)})
+
+
 def _residual_of(ev: _Evaluator, sigma: sp.Expr) -> float:
     return _rel(ev.along([sigma])[:, 0] + ev.div, ev.div)
 
@@ -279,7 +285,14 @@ def _fit_basis(
     snapped = False
     if res <= tol:
         cmax = np.abs(c).max()
-        rc = _snap(np.where(np.abs(c) <= 1e-10 * cmax, 0.0, c), max_den)
+        small = np.abs(c) <= 1e-10 * cmax
+        if small.any():  # round-off of the fit: dropped when the hold-out still passes
+            kept = np.where(small, 0.0, c)
+            h_kept = _rel(Ah @ kept + hold.div, hold.div)
+            if h_kept <= tol:
+                c, coef, hres = kept, kept, h_kept
+                sigma = sp.Add(*[_rational(ck) * bk for ck, bk in zip(c, terms, strict=True)])
+        rc = _snap(np.where(small, 0.0, c), max_den)
         if rc is not None:
             rcf = np.array([float(v) for v in rc])
             h_snap = _rel(Ah @ rcf + hold.div, hold.div)
@@ -539,7 +552,7 @@ def discover_density(
                         log_density = _as_log_density(vf, fns, fit_coef)
                 return DensityFit(
                     True, sigma, rho, kind, res, hres, tol, snapped, nd, residuals,
-                    f"found ({kind}): rho = {rho}, relative residual {res:.1e} (hold-out "
+                    f"found ({kind}): rho = {_shown(rho)}, relative residual {res:.1e} (hold-out "
                     f"{hres:.1e}) <= {tol:.0e}{where}", fns, singular, log_density,
                     coefficients,
                 )  # fmt: skip
@@ -642,8 +655,17 @@ def _singular_factors(ev: _Evaluator, sigma: sp.Expr) -> list[tuple[sp.Expr, sp.
         a = np.abs(v[np.isfinite(v)])
         near_zero = a.size > 0 and a.min() < 1e-3 * a.max()
         if np.any(v == 0) or (np.nanmin(v) < 0 < np.nanmax(v)) or near_zero:
-            out.append((p, sp.nsimplify(e) if isinstance(e, sp.Float) else e))
+            out.append((p, _readable_exponent(e)))
     return out
+
+
+def _readable_exponent(e: sp.Expr) -> sp.Expr:
+    """A float exponent as a small rational when it is one (to ``1e-9``), else as a float of
+    six significant digits (never SymPy's guess of radicals for an arbitrary float)."""
+    if not isinstance(e, sp.Float):
+        return e
+    fr = _snap(np.array([float(e)]), 1000)
+    return _rational(fr[0]) if fr is not None else sp.Float(float(f"{float(e):.6g}"), 6)
 
 
 def _power(sigma: sp.Expr) -> sp.Expr:

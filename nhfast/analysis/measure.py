@@ -110,8 +110,8 @@ class LogTerm:
         ``t = log |source|`` instead of ``source`` (``rho = |q|**c`` for
         ``c * LogTerm("q", log=True)``).
     label : str, optional
-        Name in statements (default: the observable's name, ``log|name|``, or the callable's
-        ``__name__``).
+        Name of the quantity (default: the observable's name or the callable's ``__name__``);
+        statements print ``log|label|`` when ``log`` is set, else ``label``.
     derivative : {"auto", "exact", "differences"}
         How ``X[t]`` is computed (see Notes): ``"auto"`` exact where a rule exists, else
         differences; ``"exact"`` raises ``ValueError`` where there is no rule;
@@ -158,8 +158,8 @@ class LogTerm:
         self.derivative = derivative
         self.source = source
         self.log = bool(log)
-        base = source if isinstance(source, str) else getattr(source, "__name__", "f")
-        self.label = label or (f"log|{base}|" if self.log else str(base))
+        base = label or (source if isinstance(source, str) else getattr(source, "__name__", "f"))
+        self.label = f"log|{base}|" if self.log else str(base)
 
     def __repr__(self) -> str:
         return f"LogTerm({self.label!r})"

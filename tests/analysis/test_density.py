@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nhfast.analysis.density import DensityFit, discover_density, monomials
-from nhfast.analysis.measure import check_measure
+from nhfast.analysis.measure import LogTerm, check_measure
 from nhfast.analysis.sampling import as_vector_field, sample_box
 from nhfast.systems import (
     chaplygin_sleigh,
@@ -244,3 +244,29 @@ def test_log_abs_of_rhs_factor():
             assert "blows up" in fit.statement
         else:
             assert fit.singular == [] and "singular" not in fit.statement
+
+
+def test_an_irrational_density_prints_readably():
+    """``rho = |x|**(pi/3)`` of ``x' = x, y' = -(1 + pi/3) y``: the coefficients of the basis
+    members that do not belong are exactly 0 (not round-off), the fitted one prints with 12
+    digits in the statement, and the singular factor's exponent as a short float."""
+    x, y = sp.symbols("x y")
+    c = sp.pi / 3
+    vf = VectorField([x, y], [x, -(1 + c) * y], name="linear")
+    rng = np.random.default_rng(1)
+    pts = rng.uniform(0.5, 2, (40, 2)) * rng.choice([-1, 1], (40, 2))
+    fit = discover_density(vf, pts, basis=[sp.log(x**2), y**2, x * y])
+    assert fit.exists, fit.statement
+    assert fit.coefficients["y**2"] == 0.0 and fit.coefficients["x*y"] == 0.0
+    assert fit.coefficients["log(x**2)"] == pytest.approx(float(c) / 2, rel=1e-12)
+    assert fit.sigma.free_symbols == {x}
+    assert "rho = (x**2)**0.523598775598, " in fit.statement
+    assert "|x|**(1.04720) vanishes on x = 0" in fit.statement
+
+
+def test_a_log_term_label_names_its_quantity():
+    """``LogTerm(..., log=True, label="P")`` prints ``log|P|``: the label names the quantity,
+    the log stays visible."""
+    assert str(LogTerm("q", log=True, label="P")) == "log|P|"
+    assert str(LogTerm("q", log=True)) == "log|q|"
+    assert str(LogTerm("q", label="P")) == "P"
