@@ -33,8 +33,8 @@ def rigid_body(
     n: int,
     inertia: str = "physical",
     constraint: str = "space_fixed",
-    potential: Callable[..., Any] | None = None,
-    component_potential: Callable[[list[sp.Symbol]], Any] | None = None,
+    potential: Callable[[list[sp.Symbol]], Any] | sp.Expr | None = None,
+    matrix_potential: Callable[..., Any] | None = None,
     axis: bool = False,
 ) -> rb.RigidBody:
     """The description (:class:`~nhfast.symbolic.rigid_body.RigidBody`) of a named body.
@@ -46,9 +46,9 @@ def rigid_body(
     inertia : {"a-omega-a", "physical", "pairwise"}
     constraint : {"space_fixed", "body_fixed"}
         Veselova (LR) or Suslov family.
-    potential, component_potential : callable, optional
-        As for :class:`~nhfast.symbolic.rigid_body.RigidBody` (``potential(gamma, *params)``
-        at matrix level, or ``component_potential([gamma1, ...])``).
+    potential, matrix_potential : callable or sympy.Expr, optional
+        As for :class:`~nhfast.symbolic.rigid_body.RigidBody`: ``U([gamma1, ...])`` of the
+        components, or ``matrix_potential(gamma, *params)`` at matrix level.
     axis : bool
         ``body_fixed`` only: the constraint axis is a parameter vector ``e`` (after the
         inertia's parameters) instead of ``e_n``; ``e_n`` is an eigenvector of the named
@@ -66,10 +66,10 @@ def rigid_body(
         def fn(Om: Any, *p: Any) -> Any:
             return inner(Om, *p[:-1])
 
-        if potential is not None:
-            pot = potential
+        if matrix_potential is not None:
+            pot = matrix_potential
 
-            def potential(gamma: Any, *p: Any) -> Any:
+            def matrix_potential(gamma: Any, *p: Any) -> Any:
                 return pot(gamma, *p[:-1])
 
     con = (
@@ -81,7 +81,7 @@ def rigid_body(
         fn,
         params,
         potential=potential,
-        component_potential=component_potential,
+        matrix_potential=matrix_potential,
         constraint=con,
         name=f"{family}_{inertia.replace('-', '_')}_{n}",
     )
@@ -101,8 +101,8 @@ def suslov_rigid_body(
     n : int
         ``n >= 3``.
     inertia : {"a-omega-a", "physical", "pairwise"}
-    potential : callable, optional
-        ``U([gamma1, ..., gamma_n])`` of the components.
+    potential : callable or sympy.Expr, optional
+        ``U([gamma1, ..., gamma_n])`` of the components, or an expression in ``gamma1..``.
     axis : bool
         The constraint axis is a parameter vector (default) or ``e_n``.
 
@@ -111,7 +111,7 @@ def suslov_rigid_body(
     StructuredVectorField
         States ``(gamma, m)``, parameters as in :func:`rigid_body_params`.
     """
-    body = rigid_body(n, inertia, "body_fixed", component_potential=potential, axis=axis)
+    body = rigid_body(n, inertia, "body_fixed", potential=potential, axis=axis)
     return body.vector_field()
 
 

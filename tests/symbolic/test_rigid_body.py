@@ -173,7 +173,7 @@ def test_seed_inertia_matches_hand_derived_program(n: int) -> None:
         n,
         lambda Om, A: A * Om * A,
         [rb.diagonal("a", positive=True)],
-        component_potential=_potential,
+        potential=_potential,
     )
     ours = body.vector_field().compile(companions=("observables",))
     hand = StructuredVectorField(veselova_program(n, _potential), name=f"veselova_hand_{n}")
@@ -206,8 +206,8 @@ def test_matrix_potential_equals_component_potential() -> None:
             + sum(k * y**2 for k, y in zip(jj, gm, strict=True)) ** 2
         )
 
-    c1 = rb.RigidBody(n, inertia, params, potential=matrix_pot).vector_field()
-    c2 = rb.RigidBody(n, inertia, params, component_potential=comp_pot).vector_field()
+    c1 = rb.RigidBody(n, inertia, params, matrix_potential=matrix_pot).vector_field()
+    c2 = rb.RigidBody(n, inertia, params, potential=comp_pot).vector_field()
     k1, k2 = (c.compile(companions=("observables",)) for c in (c1, c2))
     rng = np.random.default_rng(1)
     xs = _states(n, rng, 3)
@@ -286,7 +286,7 @@ def test_first_integrals_along_trajectories(inertia: str, family: str) -> None:
         return gm[0] + gm[1] * gm[2]
 
     if family == "veselova":
-        vf = rigid_body(n, inertia, component_potential=pot).vector_field()
+        vf = rigid_body(n, inertia, potential=pot).vector_field()
         p = rigid_body_params(n, inertia)
         axis = None
     else:
@@ -324,7 +324,7 @@ def test_bad_descriptions_are_named() -> None:
     with pytest.raises(ValueError, match="not linear|unsupported|more than once"):
         rb.RigidBody(4, lambda Om: Om * Om).derive()
     with pytest.raises(ValueError, match="sp.trace"):
-        rb.RigidBody(4, lambda Om: Om, potential=lambda gm: (gm.T * gm)[0, 0]).derive()
+        rb.RigidBody(4, lambda Om: Om, matrix_potential=lambda gm: (gm.T * gm)[0, 0]).derive()
     with pytest.raises(ValueError, match="axis 'u' is not a declared"):
         rb.RigidBody(4, lambda Om: Om, constraint=rb.body_fixed("u"))
     with pytest.raises(ValueError, match="unsupported matrix operation"):
@@ -536,3 +536,24 @@ def test_closed_form_divergence_equals_the_differentiated_program(
     )
     g, w = (k.evaluate("divergence", xs, params=par) for k in (got, want))
     np.testing.assert_allclose(g, w, rtol=0, atol=1e-13 * max(1.0, float(np.max(np.abs(w)))))
+
+
+def test_potential_means_components_everywhere() -> None:
+    """``potential`` is ``U`` of the components in RigidBody as in every constructor (a
+    callable of the list, or an expression in ``gamma1..``); the matrix-level form is
+    ``matrix_potential``; the old keyword and a matrix-level callable given as ``potential``
+    raise, naming the right keyword."""
+    n = 4
+    g = sp.symbols(f"gamma1:{n + 1}")
+    by_list = rb.RigidBody(n, lambda Om: Om, potential=lambda gm: gm[0] ** 2 / 2 + gm[2])
+    by_expr = rb.RigidBody(n, lambda Om: Om, potential=g[0] ** 2 / 2 + g[2])
+    rng = np.random.default_rng(2)
+    xs = _states(n, rng, 3)
+    f1 = StructuredVectorField(by_list.program(), name="pot_list").compile().evaluate("rhs", xs)
+    f2 = StructuredVectorField(by_expr.program(), name="pot_expr").compile().evaluate("rhs", xs)
+    np.testing.assert_array_equal(f1, f2)
+    with pytest.raises(TypeError, match="component_potential is now called potential"):
+        rb.RigidBody(n, lambda Om: Om, component_potential=lambda gm: gm[0])
+    matrix_level = rb.RigidBody(n, lambda Om: Om, potential=lambda gm, *p: (gm.T * gm)[0, 0])
+    with pytest.raises(TypeError, match="goes to matrix_potential"):
+        matrix_level.program()

@@ -196,7 +196,7 @@ def matrix_level_pair(n: int, family: str) -> tuple[RigidBodyLieSystem, nh.Struc
         # dot products as traces of 1 x 1 products (the engine rejects [0, 0] elements)
         return sp.trace(chi.T * gamma) + k / 2 * sp.trace(gamma.T * J * gamma)
 
-    eng = rb.RigidBody(n, inertia, decl, potential=pot, constraint=con).vector_field()
+    eng = rb.RigidBody(n, inertia, decl, matrix_potential=pot, constraint=con).vector_field()
     J = sp.diag(*sp.symbols(f"j1:{n + 1}", positive=True))
     chi = sp.Matrix(sp.symbols(f"chi1:{n + 1}", real=True))
     k = sp.Symbol("k", real=True)

@@ -259,14 +259,18 @@ class RigidBody:
         ``MatrixSymbol`` for :func:`vector` and :func:`symmetric`, a Symbol for
         :func:`scalar`.  E.g. ``lambda Om, J: J*Om + Om*J`` with ``[diagonal("j")]``.
     params : sequence of Param, optional
-    potential : callable, optional
-        ``potential(gamma, *params)`` -> a ``1 x 1`` matrix expression (``chi.T * gamma``), or a
-        scalar in dot products written ``sp.trace(u.T * w)`` (e.g.
+    potential : callable or sympy.Expr, optional
+        ``U(gamma)`` of the components, as everywhere in nhfast: ``potential([gamma1, ...,
+        gamma_n])`` at this ``n``, or an expression in symbols named ``gamma1..gamma_n`` (and
+        the parameters' components, by name); its gradient is emitted component by
+        component.
+    matrix_potential : callable, optional
+        The same at matrix level, for any ``n`` in ``O(n)`` code:
+        ``matrix_potential(gamma, *params)`` -> a ``1 x 1`` matrix expression
+        (``chi.T * gamma``), or a scalar in dot products written ``sp.trace(u.T * w)`` (e.g.
         ``sp.trace(chi.T*gamma) + sp.trace(gamma.T*J*gamma)**2``), numbers and scalar
         parameters (``[0, 0]`` elements are refused: SymPy expands them into index sums).
-    component_potential : callable, optional
-        ``U([gamma1, ..., gamma_n])`` of the components at this ``n`` (its gradient is emitted
-        component by component); instead of ``potential``.
+        Instead of ``potential``.
     constraint : Constraint, optional
         :func:`space_fixed` (default) or :func:`body_fixed`.
     name : str, optional
@@ -285,11 +289,20 @@ class RigidBody:
         n: int,
         inertia: Callable[..., Any],
         params: Sequence[Param] = (),
-        potential: Callable[..., Any] | None = None,
-        component_potential: Callable[[list[sp.Symbol]], Any] | None = None,
+        potential: Callable[[list[sp.Symbol]], Any] | sp.Expr | None = None,
+        matrix_potential: Callable[..., Any] | None = None,
         constraint: Constraint | None = None,
         name: str | None = None,
+        **renamed: Any,
     ) -> None:
+        if "component_potential" in renamed:
+            raise TypeError(
+                "RigidBody: component_potential is now called potential (U of the components "
+                "gamma1..gamma_n, as in every constructor of nhfast); the matrix-level "
+                "potential(gamma, *params) is now matrix_potential"
+            )
+        if renamed:
+            raise TypeError(f"RigidBody got unexpected keyword arguments {sorted(renamed)}")
         if not isinstance(n, int) or isinstance(n, bool) or n < 3:
             raise ValueError(f"n must be an int >= 3, got {n!r}")
         if not callable(inertia):
@@ -301,8 +314,10 @@ class RigidBody:
         names = [p.name for p in params]
         if len(set(names)) != len(names):
             raise ValueError(f"parameter names repeat: {names}")
-        if potential is not None and component_potential is not None:
-            raise ValueError("give potential or component_potential, not both")
+        if potential is not None and matrix_potential is not None:
+            raise ValueError("give potential or matrix_potential, not both")
+        if matrix_potential is not None and not callable(matrix_potential):
+            raise TypeError("matrix_potential must be a callable matrix_potential(gamma, *params)")
         constraint = space_fixed() if constraint is None else constraint
         if not isinstance(constraint, Constraint):
             raise TypeError("constraint must be rb.space_fixed() or rb.body_fixed()")
@@ -314,7 +329,7 @@ class RigidBody:
         self.inertia = inertia
         self.params = params
         self.potential = potential
-        self.component_potential = component_potential
+        self.matrix_potential = matrix_potential
         self.constraint = constraint
         self.name = name or f"rigid_body_{constraint.kind}_{n}"
         self._derivation: Derivation | None = None
@@ -410,15 +425,31 @@ class RigidBody:
         return self._velocity
 
     def _potential(self, scalars: Scalars) -> tuple[sp.Expr, VecPoly]:
-        if self.component_potential is not None:
+        if self.potential is not None:
             return sp.Symbol("rb_U", real=True), VecPoly.of(leaf("rb_dU"))
-        if self.potential is None:
+        if self.matrix_potential is None:
             return sp.Integer(0), VecPoly()
         objs = [p.symbolic() for p in self.params]
         u = expand_scalar(
-            self.potential(MatrixSymbol("gamma", DIM, 1), *objs), scalars, self.symmetric_names
+            self.matrix_potential(MatrixSymbol("gamma", DIM, 1), *objs),
+            scalars,
+            self.symmetric_names,
         )
         return u, gradient(u, "gamma", scalars)
+
+    def _component_potential(self, gam: list[sp.Symbol]) -> sp.Expr:
+        """``U`` of the components ``gam`` (the user's callable, or expression)."""
+        pot = self.potential
+        if not callable(pot) or isinstance(pot, sp.Basic):
+            return sp.sympify(pot)
+        try:
+            return sp.sympify(pot(gam))
+        except (TypeError, AttributeError, ValueError, sp.SympifyError) as exc:
+            raise TypeError(
+                f"potential([gamma1, ..., gamma{self.n}]) failed ({exc}): potential receives "
+                "the list of components; a matrix-level potential(gamma, *params) goes to "
+                "matrix_potential"
+            ) from exc
 
     # ------------------------------------------------------------------- lowering ----
     def program(self) -> IndexedProgram:
@@ -458,17 +489,16 @@ class RigidBody:
         if d.b == "e":
             handles["e"] = prog.unrolled("rb_axis", [sp.Integer(0)] * (n - 1) + [sp.Integer(1)])
         low = Lowering(prog, handles, matrices, d.scalars, values)
-        if self.component_potential is not None:
-            u = sp.sympify(self.component_potential(gam))
-            # parameters by name (whatever assumptions the caller gave its symbols)
-            byname = {s.name: s for s in prog.param_symbols}
+        if self.potential is not None:
+            u = self._component_potential(gam)
+            # states and parameters by name (whatever assumptions the caller gave its symbols)
+            byname = {s.name: s for s in (*gam, *prog.param_symbols)}
             u = u.xreplace({s: byname[s.name] for s in u.free_symbols if s.name in byname})
             extra = u.free_symbols - set(gam) - set(prog.param_symbols)
             if extra:
                 names = ", ".join(sorted(map(str, extra)))
                 raise ValueError(
-                    f"component_potential may depend on gamma1..gamma{n} and the parameters, "
-                    f"found {names}"
+                    f"potential may depend on gamma1..gamma{n} and the parameters, found {names}"
                 )
             low.handles["rb_dU"] = prog.unrolled("rb_dU", [sp.diff(u, g) for g in gam])
             low.values[sp.Symbol("rb_U", real=True)] = prog.scalar("rb_U", u)

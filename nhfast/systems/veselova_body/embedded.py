@@ -73,15 +73,12 @@ def structured_program(n: int, potential: Potential = None) -> IndexedProgram:
         extra = ", ".join(sorted(map(str, U.free_symbols - set(gam_c))))
         raise ValueError(f"potential may depend on gamma1..gamma{n} only, found {extra}")
 
-    def component_potential(g: list[sp.Symbol]) -> sp.Expr:
-        return U.xreplace(dict(zip(gam_c, g, strict=True)))
-
     spec = named_inertia("a-omega-a")
     body = rb.RigidBody(
         n,
         spec.operator,
         [spec.param],
-        component_potential=component_potential if U != 0 else None,
+        potential=U if U != 0 else None,
         constraint=rb.space_fixed(),
         name=f"veselova_{n}",
     )

@@ -115,7 +115,7 @@ def veselova(
             options.setdefault("name", f"veselova_lt_{n}")
         return lie.lie_algebra_system(n, name, potential=potential, **options)
     if form == "structured" and name != "a-omega-a":
-        return rigid_body(n, name, "space_fixed", component_potential=potential).vector_field()
+        return rigid_body(n, name, "space_fixed", potential=potential).vector_field()
     if form == "so3":
         if n != 3:
             raise ValueError(f"form='so3' needs n = 3, got {n!r}")
