@@ -9,7 +9,8 @@ integrates nothing and imports without the compiled core.
 * :mod:`~nhfast.symbolic.equations` -- almost-Poisson, Hamel and Chaplygin-reduced equations.
 * :mod:`~nhfast.symbolic.chaplygin` -- Theta, invariant measure, phi-simplicity, Hamiltonisation;
   :mod:`~nhfast.symbolic.time_change` -- the Hamiltonised system as ``tau``-vector fields.
-* :mod:`~nhfast.symbolic.lie_chaplygin` -- Chaplygin systems from Lie-algebra data.
+* :mod:`~nhfast.symbolic.lie_chaplygin` -- Chaplygin systems from Lie-algebra data;
+  :mod:`~nhfast.symbolic.so3` -- quaternion and Cayley charts of SO(3) with their kinematics.
 * :mod:`nhfast.symbolic.rigid_body` -- rigid bodies on SO(n) at matrix level: reduced equations
   derived and lowered to indexed (structured) programs (a subpackage with its own ``__all__``).
 * :mod:`nhfast.symbolic.vakonomic` -- vakonomic equations, the constraint algorithm and the
@@ -62,6 +63,7 @@ from nhfast.symbolic.liegroup import (  # noqa: F401
     son_structure_constants,
 )
 from nhfast.symbolic.liegroup import __all__ as _liegroup_all
+from nhfast.symbolic.so3 import so3_chart  # noqa: F401
 from nhfast.symbolic.systems import (  # noqa: F401
     ChaplyginSystem,
     NonholonomicSystem,
@@ -78,6 +80,7 @@ __all__ = [
     # system classes
     *_systems_all,
     *_liegroup_all,
+    "so3_chart",
     # frames
     *_frames_all,
     # equations

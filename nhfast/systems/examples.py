@@ -220,8 +220,9 @@ def chaplygin_ball() -> VectorField:
     VectorField
         Parameters ``(I1, I2, I3, m, a)``; observables ``energy`` (``<M, omega> / 2``),
         ``M_gamma`` (``<M, gamma>``), ``gamma2`` (``<gamma, gamma>``) and ``M2``
-        (``<M, M>``), all first integrals on ``|gamma| = 1``; domain ``g > 0`` (where
-        ``omega`` is defined; it holds on ``|gamma| = 1``).
+        (``<M, M>``), all first integrals on ``|gamma| = 1``, then the body angular velocity
+        ``omega1..omega3`` (above); domain ``g > 0`` (where ``omega`` is defined; it holds on
+        ``|gamma| = 1``).
     """
     M = sp.Matrix(sp.symbols("M1:4", real=True))
     g = sp.Matrix(sp.symbols("gamma1:4", real=True))
@@ -241,6 +242,7 @@ def chaplygin_ball() -> VectorField:
             "M_gamma": (M.T * g)[0],
             "gamma2": (g.T * g)[0],
             "M2": (M.T * M)[0],
+            **{f"omega{k + 1}": w for k, w in enumerate(omega)},
         },
         name="Chaplygin ball",
         domain={"Chaplygin ball: 1 - m a^2 <gamma, (I + m a^2)^-1 gamma>": gfac},

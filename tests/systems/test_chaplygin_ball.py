@@ -106,3 +106,17 @@ def test_domain_rejects_states_where_omega_is_undefined(ball):
     x = np.array([[0.1, 0.2, 0.3, 3.0, 0.0, 0.0]])  # 1 - 9/5 < 0
     with pytest.raises(ValueError, match="Chaplygin ball"):
         integrate(ball, x, [0.0, 1.0], params=PARAMS)
+
+
+def test_omega_observables_invert_the_momentum(ball):
+    """The observables ``omega1..3`` are the body angular velocity: ``M = I omega + m a^2
+    gamma x (omega x gamma)`` (the definition of M) holds at every sampled state."""
+    x = _on_sphere(7, 11)
+    res = integrate(ball, x, [0.0, 0.5], params=PARAMS, rtol=1e-12, atol=1e-12)
+    inertia, m, a = np.array(PARAMS[:3]), PARAMS[3], PARAMS[4]
+    for k in range(x.shape[0]):
+        for j in range(2):
+            mom, gam = res.y[k, j, :3], res.y[k, j, 3:]
+            w = np.array([res.observables[f"omega{i}"][k, j] for i in (1, 2, 3)])
+            want = inertia * w + m * a**2 * np.cross(gam, np.cross(w, gam))
+            np.testing.assert_allclose(want, mom, rtol=1e-12, atol=1e-13)
