@@ -160,14 +160,14 @@ def lanes_soa(n: int, inertia: str, lanes: int = LANES) -> tuple[np.ndarray, np.
 
 def dense_check(xs: np.ndarray, par: np.ndarray, f: np.ndarray, inertia: str) -> float:
     """Relative difference of ``f`` to the dense ``O(n^4)`` route: ``Omega`` from
-    :func:`~nhfast.systems.rigid_bodies.omega_from_state`, ``gammadot = -Omega gamma``,
+    :func:`~nhfast.systems.rigid_body_maps.angular_velocity`, ``gammadot = -Omega gamma``,
     ``mdot = -(gammadot . m) / r2 gamma`` (any inertia: ``[M, Omega] gamma + M gammadot =
     Omega m`` and ``P_gamma Omega m = 0`` on ``gamma . m = 0``)."""
-    from nhfast.systems.rigid_bodies import omega_from_state
+    from nhfast.systems.rigid_body_maps import angular_velocity
 
     n = xs.shape[0] // 2
     g, m = xs[:n].T, xs[n:].T
-    om = omega_from_state(g, m, par[:, 0], inertia)
+    om = angular_velocity(g, m, par[:, 0], inertia)
     gdot = -np.einsum("lij,lj->li", om, g)
     r2 = np.sum(g * g, axis=1, keepdims=True)
     mdot = -np.sum(gdot * m, axis=1, keepdims=True) / r2 * g

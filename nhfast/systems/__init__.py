@@ -17,6 +17,11 @@ from nhfast.systems.examples import (
 )
 from nhfast.systems.inertia import INERTIAS  # noqa: F401
 from nhfast.systems.rigid_bodies import rigid_body, rigid_body_params, suslov_rigid_body
+from nhfast.systems.rigid_body_maps import (
+    angular_velocity,
+    momentum_of_velocity,
+    velocity_of_momentum,
+)
 from nhfast.systems.rolling_disk import (
     contact_particle,
     rolling_disk_phi_heading,
@@ -40,6 +45,9 @@ __all__ = [
     "rigid_body",
     "suslov_rigid_body",
     "rigid_body_params",
+    "momentum_of_velocity",
+    "velocity_of_momentum",
+    "angular_velocity",
     "rolling_disk_phi_heading",
     "rolling_disk_theta_heading",
     "contact_particle",

@@ -24,9 +24,9 @@ from nhfast.systems.veselova_body.embedded import (
     embedded_momentum,  # noqa: F401
     embedded_to_chart,
     embedded_velocity,  # noqa: F401
-    join_state,
+    join_state,  # noqa: F401 (array helpers, not in __all__)
     project_to_constraints,
-    split_state,
+    split_state,  # noqa: F401
 )
 from nhfast.systems.veselova_body.formulas import default_inertia  # noqa: F401
 from nhfast.systems.veselova_body.model import FORMS, veselova  # noqa: F401
@@ -39,8 +39,6 @@ from nhfast.systems.veselova_body.unreduced import (
 
 __all__ = [
     "veselova",
-    "join_state",
-    "split_state",
     "chart_to_embedded",
     "embedded_to_chart",
     "project_to_constraints",

@@ -39,8 +39,6 @@ from nhfast.vectorfield import VectorField
 __all__ = [
     "chart_to_embedded",
     "embedded_to_chart",
-    "split_state",
-    "join_state",
     "project_to_constraints",
 ]
 
