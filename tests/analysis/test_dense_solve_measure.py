@@ -8,21 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import sympy as sp
+from references.states import sphere_states as _states
 
 from nhfast.analysis import measure
 from nhfast.analysis.measure import LogTerm, check_measure
 from nhfast.systems import veselova
 from nhfast.systems.rigid_bodies import rigid_body_params
 from nhfast.vectorfield import VectorField
-
-
-def _states(n: int, k: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    g = rng.normal(size=(k, n))
-    g /= np.linalg.norm(g, axis=1, keepdims=True)
-    m = rng.normal(size=(k, n))
-    m -= np.sum(m * g, axis=1, keepdims=True) * g
-    return np.hstack([g, m])
 
 
 def test_quadrature_equals_the_liouville_field() -> None:
