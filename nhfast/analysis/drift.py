@@ -21,7 +21,7 @@ from nhfast._validate import positive as _threshold
 from nhfast.analysis.result import Check
 from nhfast.integrate import IntegrationResult
 
-__all__ = ["energy_error", "constraint_residual", "integral_drift"]
+__all__ = ["energy_error", "constraint_residual"]
 
 
 def _observable(result: IntegrationResult, name: str, argument: str) -> np.ndarray:

@@ -6,6 +6,9 @@ initial-state samplers, the observables that must be conserved and the claims th
 :class:`MeasureClaim` for densities along trajectories). :class:`Example` is a catalogue entry
 that builds one. A user's own system reaches the same form through
 :class:`nhfast.experiments.spec.SystemSpec`.
+
+Reference: García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems
+revisited" (basic invariant measures, Thm 3.11; phi-simplicity, Def. 3.19).
 """
 
 from __future__ import annotations

@@ -40,12 +40,12 @@ from nhfast.experiments.checks import (
     symbolic_checks,
 )
 from nhfast.experiments.instance import Instance
+from nhfast.experiments.spec import to_instance
 from nhfast.integrate import ADAPTIVE, IntegrationResult, integrate
 from nhfast.vectorfield import VectorField
 
 __all__ = [
     "run_example",
-    "run_instance",
 ]
 
 #: The check families of :func:`run_example`.
@@ -135,7 +135,7 @@ class _Stages:
 
 
 def run_example(
-    name: str,
+    name: Any,
     n: int | None = None,
     lanes: int = 256,
     t_end: float | None = None,
@@ -158,8 +158,10 @@ def run_example(
 
     Parameters
     ----------
-    name : str
-        Catalogue name (see ``nhfast examples`` / :data:`nhfast.experiments.EXAMPLES`).
+    name : str or SystemSpec
+        Catalogue name (see ``nhfast examples`` / :data:`nhfast.experiments.EXAMPLES`), or a
+        system of your own: a :class:`~nhfast.experiments.spec.SystemSpec` or anything it
+        takes as ``system`` (run through the same checks; ``n`` and ``inertia`` do not apply).
     n : int, optional
         Size of sized examples (Veselova: SO(n)).
     lanes : int
@@ -214,13 +216,22 @@ def run_example(
         For an unknown check, or ``method="leapfrog"`` on a system that is not separable.
     """
     start_wall, start_cpu = time.perf_counter(), time.process_time()
-    example = get_example(name)
     say = log or (lambda _msg: None)
     _check_families(checks)
     stage = _Stages(say)
-    with stage("build", f"building {name}" + (f" (n = {n})" if n is not None else "")):
-        inst = example.build(n, inertia)
-    extra = {"inertia": inertia or example.inertias[0]} if example.inertias else {}
+    extra: dict[str, Any] = {}
+    if not isinstance(name, str):
+        if n is not None or inertia is not None:
+            raise UsageError("n, inertia: only for catalogue examples, not for a SystemSpec")
+        title = getattr(name, "title", None) or "system"
+        with stage("build", f"building {title}"):
+            inst = to_instance(name, name=title)
+    else:
+        example = get_example(name)
+        with stage("build", f"building {name}" + (f" (n = {n})" if n is not None else "")):
+            inst = example.build(n, inertia)
+        if example.inertias:
+            extra["inertia"] = inertia or example.inertias[0]
     return run_instance(
         inst,
         lanes=lanes,
