@@ -10,6 +10,12 @@ Veselova body on SO(n) (Thm. 4.3), the nonholonomic particle (Sec. 4.1), the ver
 other than ``A Om A`` the claimed density ``det(K_gamma)^(-1/2)`` is derived here from the
 paper's Sec. 4.2; the paper does not state it.
 
+The Chaplygin ball, the Suslov problem on SO(n), the two-wheeled carriage, the unicycle and the
+Heisenberg system are built in :mod:`nhfast.experiments.entries`, with the claims of Chaplygin
+(1903), Borisov & Mamaev (2001), Fedorov & Kozlov (1995), Crampin & Mestdag (2010), "Anholonomic
+frames in constrained dynamics", and Jóźwikowski & Respondek (2019), "A comparison of vakonomic
+and nonholonomic dynamics with applications to non-invariant Chaplygin systems".
+
 The Veselova example has an inertia option (``"a-omega-a"``, ``"physical"``, ``"pairwise"``).
 The ``A Om A`` inertia up to ``n = STRUCTURED_N`` builds the unrolled SymPy field and the
 Chaplygin chart system, so that its checks can be symbolic; above that size, and for the other
@@ -25,6 +31,7 @@ import numpy as np
 import sympy as sp
 
 from nhfast.analysis.measure import kernel_values, liouville_field
+from nhfast.experiments import entries
 from nhfast.experiments.instance import (
     STRUCTURED,
     SYMBOLIC,  # noqa: F401
@@ -470,6 +477,36 @@ EXAMPLES: dict[str, Example] = {
             "sleigh",
             "Chaplygin sleigh: d Theta != 0, no basic invariant measure",
             _build_sleigh,
+        ),
+        Example(
+            "ball",
+            "Chaplygin ball: density (1 - m a^2 <gamma, (I + m a^2)^-1 gamma>)^(-1/2), "
+            "integrals <M, gamma>, <M, M>, |gamma|^2 (Chaplygin 1903)",
+            entries.build_ball,
+        ),
+        Example(
+            "suslov",
+            "Suslov problem on SO(n) (--n, default 3), axis not an eigenvector of the inertia: "
+            "no invariant measure (Liouville volume not preserved), energy conserved",
+            entries.build_suslov,
+            n_default=3,
+            n_min=3,
+        ),
+        Example(
+            "carriage",
+            "two-wheeled carriage: integral Y alpha^2 + X omega^2 (Jóźwikowski & Respondek "
+            "2019); basic measure exp(sigma), phi-simple (derived here)",
+            entries.build_carriage,
+        ),
+        Example(
+            "unicycle",
+            "unicycle, U = 0: C = 0, Lebesgue measure, phi = 0; integrals p_phi, p_theta",
+            entries.build_unicycle,
+        ),
+        Example(
+            "heisenberg",
+            "Heisenberg system: straight lines (integrals v_1, v_2), Lebesgue dq dv invariant",
+            entries.build_heisenberg,
         ),
     ]
 }

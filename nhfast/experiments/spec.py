@@ -85,15 +85,18 @@ class SystemSpec:
     observables : mapping of str to sympy.Expr
         More observables (SymPy fields only), e.g. first integrals to name in ``integrals``.
     integrals : mapping of str to str
-        Claimed first integrals besides the energy: observable name -> who claims it.
+        Claimed first integrals besides the energy: observable (or state) name -> who claims
+        it.
     constraints : mapping of str to float
-        Observables that must keep a value (e.g. ``{"gamma_norm": 1.0}``).
+        Observables (or states) that must keep a value (e.g. ``{"gamma_norm": 1.0}``).
     density : sympy.Expr, optional
         A claimed invariant density ``rho`` with respect to Lebesgue measure in the integrated
         states (an expression in the states and parameters); checked along trajectories
         (Liouville's formula) and against density discovery.
     source : str
         Who claims ``density`` (and ``expected``), for the report.
+    density_label : str, optional
+        How the report names ``density`` (default: the expression; ``"Lebesgue"`` for 1).
     measure_claims : sequence of MeasureClaim
         More density claims, each invariant or not (:class:`MeasureClaim`).
     expected : Expectation, optional
@@ -119,6 +122,7 @@ class SystemSpec:
     constraints: Mapping[str, float] = field(default_factory=dict)
     density: Any = None
     source: str = "the user's claim"
+    density_label: str | None = None
     measure_claims: Sequence[MeasureClaim] = ()
     expected: Expectation | None = None
     density_variables: Sequence[sp.Symbol] | None = None
@@ -163,6 +167,13 @@ def to_instance(
             )
         vf = dataclasses.replace(vf, observables={**(vf.observables or {}), **spec.observables})
     names = _observable_names(vf)
+    states = {str(s): s for s in vf.states}
+    named = [*spec.integrals, *spec.constraints]
+    as_observables = {k: states[k] for k in named if k not in names and k in states}
+    if as_observables and not isinstance(vf, StructuredVectorField):
+        # a state named as a first integral or constraint is observed as itself
+        vf = dataclasses.replace(vf, observables={**(vf.observables or {}), **as_observables})
+        names = _observable_names(vf)
     energy = spec.energy if spec.energy is not None else "energy"
     if spec.energy is not None and energy not in names:
         raise SystemSpecError(_unknown("energy", energy, names))
@@ -177,7 +188,8 @@ def to_instance(
     if spec.density is not None:
         rho = _density(vf, spec.density)
         log_density = sp.log(rho)
-        claims.insert(0, MeasureClaim(rho, True, str(rho), spec.source))
+        label = spec.density_label or ("Lebesgue" if rho == 1 else str(rho))
+        claims.insert(0, MeasureClaim(rho, True, label, spec.source))
         if variables is None:
             variables = [s for s in vf.states if s in rho.free_symbols] or None
     if variables is None and shape:
