@@ -57,7 +57,7 @@ def particle(k=1.0, claim=-0.5):
     )
 
 
-def rotation():
+def rotation(integral="r2"):
     """x' = -w y, y' = w x, z' = 0: x^2 + y^2 and z are first integrals, div X = 0."""
     x, y, z, w = sp.symbols("x y z w")
     vf = VectorField([x, y, z], [-w * y, w * x, 0], params=[w])
@@ -65,7 +65,7 @@ def rotation():
         vf,
         params=[2.0],
         observables={"r2": x**2 + y**2},
-        integrals={"r2": "geometry", "z": "z' = 0"},
+        integrals={integral: "geometry", "z": "z' = 0"},
         density=1,
         t_end=3.0,
     )
@@ -190,6 +190,19 @@ def test_vector_field_with_claimed_integrals(user_file, tmp_path, capsys):
     assert "----  energy conservation: not run: needs an energy observable" in out
 
 
+def test_a_false_integral_fails(user_file, tmp_path, capsys):
+    """x is not a first integral of the rotation: the drift check must fail."""
+    out_dir = tmp_path / "rep"
+    argv = ["run", f"{user_file}:rotation", "--arg", "integral=x", "--lanes", "4"]
+    code, out, err = _run(argv + ["--out", str(out_dir), "--no-plots", "--quiet"], capsys)
+    assert code == 1, out + err
+    checks = {c["name"]: c for c in _report(out_dir)["checks"]}
+    assert checks["first integral x"]["holds"] is False
+    assert checks["first integral x"]["figures"]["max |dI|"] > 0.1
+    assert checks["first integral z"]["holds"] is True
+    assert _report(out_dir)["settings"]["factory arguments"] == "integral='x'"
+
+
 def test_bare_vector_field_reports_what_is_missing(user_file, tmp_path, capsys):
     out_dir = tmp_path / "rep"
     argv = ["run", f"{user_file}:bare", "--lanes", "4", "--t", "1", "--out", str(out_dir)]
@@ -265,6 +278,24 @@ def test_console_user_error_subprocess(user_file, tmp_path):
     assert proc.returncode == 2
     assert "the factory raised RuntimeError: boom in the factory" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_console_user_system_subprocess(user_file):
+    """``python -m nhfast run my_system.py:rotation`` from the file's directory; and ``check``."""
+    base = [sys.executable, "-m", "nhfast"]
+    for argv in (["run"], ["check", "measure"]):
+        proc = subprocess.run(
+            [*base, *argv, "my_system.py:rotation", "--lanes", "4", "--quiet", "--no-plots"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=dict(os.environ),
+            cwd=user_file.parent,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "PASS  measure Lebesgue (numerical)" in proc.stdout
+        assert ("PASS  first integral r2" in proc.stdout) == (argv == ["run"])
+    assert (user_file.parent / "nhfast-report-rotation" / "report.json").is_file()
 
 
 def test_run_example_takes_a_system_spec():
