@@ -179,7 +179,6 @@ def build_carriage(_n: int | None = None) -> Instance:
     # trigonometric simplification of SE(2)
     reduced = system.reduce(at=dict.fromkeys(system.group, 0))
     k = carriage_constants(system)
-    psi1, psi2 = system.shape
     p1, p2 = sp.symbols("p_psi1 p_psi2", real=True)
     # p = K v with K = [[P, -Q], [-Q, P]] (L_c = P (v1^2 + v2^2)/2 - Q v1 v2)
     det = k["P"] ** 2 - k["Q"] ** 2
