@@ -1,7 +1,10 @@
 """The ``nhfast`` command: argument parsing and printing over library calls.
 
 ``run`` and ``check`` call :func:`nhfast.experiments.run_example` and write the report
-(:func:`nhfast.analysis.report.write_report`); ``examples`` lists
+(:func:`nhfast.analysis.report.write_report`); given ``FILE.py:FACTORY`` instead of a catalogue
+name they load a system of the user's (:func:`nhfast.experiments.user.load_user_system`,
+what the factory may return: :mod:`nhfast.experiments.spec`) and run it through the same checks
+(:func:`nhfast.experiments.runner.run_instance`); ``examples`` lists
 :data:`nhfast.experiments.EXAMPLES`; ``cache`` prints :func:`nhfast._jit.cache_info` or
 :func:`nhfast._jit.clear_cache`. With ``--scheduler ADDRESS`` (an existing Dask cluster) or
 ``--workers N`` (a local one) the batch of ``run`` is integrated on the cluster, one task per
@@ -11,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import logging
 import os
@@ -25,9 +29,12 @@ from nhfast import _jit
 from nhfast._validate import positive, positive_int
 from nhfast._version import __version__
 from nhfast.analysis.report import render_text, verdict, write_report
-from nhfast.errors import CompilationError, IntegrationError, UsageError
+from nhfast.analysis.result import Report
+from nhfast.errors import CompilationError, IntegrationError, SystemSpecError, UsageError
 from nhfast.experiments import CHECKS, EXAMPLES, FIXED_STEP_H, get_example, run_example
 from nhfast.experiments.catalogue import INERTIAS, STRUCTURED_N
+from nhfast.experiments.runner import run_instance
+from nhfast.experiments.user import is_target, load_user_system
 from nhfast.integrate import METHODS
 
 __all__: list[str] = []
@@ -57,6 +64,28 @@ POSITIVE_INT = _argument(lambda s: positive_int(int(s), "value"), "a positive in
 NONNEG_INT = _argument(lambda s: _at_least_zero(int(s)), "an integer >= 0")
 POSITIVE_FLOAT = _argument(lambda s: positive(float(s), "value"), "a positive finite number")
 
+
+def _key_value(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` with ``VALUE`` a Python literal (a string when it is not one)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.isidentifier():
+        raise ValueError(text)
+    try:
+        return key, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return key, value
+
+
+def _param_value(text: str) -> tuple[str, float]:
+    key, value = _key_value(text)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(text)
+    return key, float(value)
+
+
+KEY_VALUE = _argument(_key_value, "KEY=VALUE with KEY a Python name")
+PARAM_VALUE = _argument(_param_value, "NAME=VALUE with VALUE a number")
+
 _EPILOG = (
     "A verdict PASS means the finding agrees with the claim of the source (e.g. 'no basic "
     "invariant measure' for the particle with a != 0 passes when the checks find none). "
@@ -68,11 +97,35 @@ _EPILOG = (
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "example",
-        choices=list(EXAMPLES),
         metavar="EXAMPLE",
-        help=f"catalogue example: {', '.join(EXAMPLES)} (see nhfast examples)",
+        help=f"catalogue example: {', '.join(EXAMPLES)} (see nhfast examples); or a system of "
+        "your own, FILE.py:FACTORY: FACTORY() returns a SystemSpec, a VectorField, a "
+        "NonholonomicSystem or a ChaplyginSystem (nhfast.experiments.spec)",
     )
-    p.add_argument("--n", type=POSITIVE_INT, help="size of sized examples (veselova: SO(n))")
+    p.add_argument(
+        "--n",
+        type=POSITIVE_INT,
+        help="size of sized examples (veselova, suslov: SO(n)); for FILE.py:FACTORY passed "
+        "as FACTORY(n=N)",
+    )
+    p.add_argument(
+        "--arg",
+        action="append",
+        default=[],
+        type=KEY_VALUE,
+        metavar="KEY=VALUE",
+        help="FILE.py:FACTORY only: keyword argument of the factory (VALUE a Python literal, "
+        "else a string); repeatable",
+    )
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        type=PARAM_VALUE,
+        metavar="NAME=VALUE",
+        help="FILE.py:FACTORY only: value of a parameter of the system (adds to or overrides "
+        "SystemSpec.params); repeatable",
+    )
     p.add_argument(
         "--inertia",
         choices=list(INERTIAS),
@@ -131,8 +184,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     r = sub.add_parser(
         "run",
-        help="integrate a catalogue example, check energy/constraints and the sources' "
-        "claims, write a report",
+        help="integrate a catalogue example or your own system (FILE.py:FACTORY), check "
+        "energy/constraints/integrals and the claims, write a report",
         description="Integrate a batch of trajectories of a catalogue example and run every "
         "check: energy and constraint drift, the invariant measure and phi-simplicity of the "
         "Chaplygin reduction (symbolic, compared with the sources), the density claims along "
@@ -141,7 +194,10 @@ def _parser() -> argparse.ArgumentParser:
         "pairwise) "
         "their structured numerical counterparts, and each check's figure 'form' says which "
         "ran. Prints the verdicts and figures and writes report.txt, report.json, PNG plots and "
-        "the index report.md.",
+        "the index report.md. A system of your own: FILE.py:FACTORY, where FACTORY(**--arg) "
+        "returns a nhfast.experiments.SystemSpec (the system with parameter values, an "
+        "initial-state sampler and its claims: density, first integrals, constraints) or the "
+        "system alone; a check whose data is not given is reported as 'not run: needs ...'.",
         epilog=_EPILOG,
     )
     _add_run_options(r)
@@ -160,10 +216,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run_command(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, checks: Sequence[str]
-) -> int:
-    """``nhfast run`` / ``nhfast check``: run the example, print and write the report."""
+def _validate_catalogue_arguments(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> None:
+    """Arguments of ``run``/``check`` for a catalogue entry (parser.error when they do not fit)."""
+    if args.example not in EXAMPLES:
+        parser.error(
+            f"argument EXAMPLE: invalid choice: {args.example!r} (choose from "
+            f"{', '.join(EXAMPLES)}, or give a system of your own as FILE.py:FACTORY)"
+        )
     example = get_example(args.example)
     if args.n is not None and example.n_default is None:
         parser.error(f"argument --n: example {args.example!r} has no size parameter")
@@ -171,31 +232,79 @@ def run_command(
         parser.error(f"argument --n: example {args.example!r} needs n >= {example.n_min}")
     if args.inertia is not None and args.inertia not in example.inertias:
         parser.error(f"argument --inertia: example {args.example!r} has no inertia option")
-    out = Path(args.out) if args.out else Path(f"nhfast-report-{args.example}")
+    for option in ("arg", "param"):
+        if getattr(args, option):
+            parser.error(f"argument --{option}: only for a system of your own (FILE.py:FACTORY)")
+
+
+def _run(args: argparse.Namespace, checks: Sequence[str], client: Any) -> Report:
+    """The report of ``run``/``check``: a catalogue entry, or a user's FILE.py:FACTORY."""
+    options = dict(
+        lanes=args.lanes,
+        t_end=args.t,
+        method=args.method,
+        threads=args.threads,
+        seed=args.seed,
+        rtol=args.rtol,
+        atol=args.atol,
+        h=args.h,
+        drift_tol=args.drift_tol,
+        checks=checks,
+        log=None if args.quiet else print,
+        client=client,
+        chunk=args.chunk,
+    )
+    if not is_target(args.example):
+        report, _ = run_example(args.example, n=args.n, inertia=args.inertia, **options)
+        return report
+    log = print if not args.quiet else (lambda _msg: None)
+    kwargs = dict(args.arg)
+    if args.n is not None:
+        kwargs["n"] = args.n
+    t0 = time.perf_counter()
+    log(f"building {args.example} ...")
+    inst = load_user_system(args.example, kwargs, dict(args.param))
+    build = time.perf_counter() - t0
+    log(f"  done in {build:.1f} s")
+    report, _ = run_instance(
+        inst, settings=_user_settings(kwargs, args.param), timings={"build": build}, **options
+    )
+    return report
+
+
+def _user_settings(kwargs: dict[str, Any], params: list[tuple[str, float]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if kwargs:
+        out["factory arguments"] = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+    if params:
+        out["parameters given"] = ", ".join(f"{k}={v:g}" for k, v in params)
+    return out
+
+
+def run_command(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, checks: Sequence[str]
+) -> int:
+    """``nhfast run`` / ``nhfast check``: run the example, print and write the report."""
+    user = is_target(args.example)
+    if user and args.inertia is not None:
+        parser.error("argument --inertia: only for catalogue examples (veselova)")
+    if not user:
+        _validate_catalogue_arguments(parser, args)
+    stem = args.example.rpartition(":")[2] if user else args.example
+    out = Path(args.out) if args.out else Path(f"nhfast-report-{stem}")
     if out.exists() and not out.is_dir():
         parser.error(f"argument --out: {out} exists and is not a directory")
     try:
         # only the drift run's batch goes to the cluster (``check`` has none)
         cluster = _dask_client(parser, args) if "drift" in checks else contextlib.nullcontext()
         with cluster as client:
-            report, _ = run_example(
-                args.example,
-                n=args.n,
-                lanes=args.lanes,
-                t_end=args.t,
-                method=args.method,
-                threads=args.threads,
-                seed=args.seed,
-                rtol=args.rtol,
-                atol=args.atol,
-                h=args.h,
-                drift_tol=args.drift_tol,
-                checks=checks,
-                log=None if args.quiet else print,
-                client=client,
-                chunk=args.chunk,
-                inertia=args.inertia,
-            )
+            report = _run(args, checks, client)
+    except SystemSpecError as exc:
+        # a user's file, factory or return value that does not fit: one line, exit code 2
+        if os.environ.get("NHFAST_DEBUG"):
+            raise
+        print(f"nhfast: error: {exc}", file=sys.stderr)
+        return 2
     except UsageError as exc:
         parser.error(f"argument {exc}")
     except (

@@ -67,6 +67,12 @@ class UsageError(ValueError):
     """An argument of an experiment does not fit the example (the command exits with 2)."""
 
 
+class SystemSpecError(UsageError):
+    """A user's system for ``nhfast run FILE.py:FACTORY`` cannot be loaded or does not fit:
+    missing file or factory, a factory that raises, a value of the wrong type, parameters
+    without values (the command exits with 2)."""
+
+
 class ToleranceWarning(UserWarning):
     """A tolerance below what double precision can deliver was raised to the smallest one
     that means something."""

@@ -181,3 +181,50 @@ def constraint_residual(
             check.series[f"max |{name} - target|"] = np.max(e[ok], axis=0)
             check.figures[f"max |{name} - target|"] = float(np.max(e[ok]))
     return check
+
+
+def integral_drift(
+    result: IntegrationResult,
+    observable: str,
+    claimed_by: str = "",
+    threshold: float = 1e-8,
+) -> Check:
+    """Change ``|I(t) - I(0)| / max(1, |I(0)|)`` of a claimed first integral along every lane.
+
+    The scale ``max(1, |I(0)|)`` keeps integrals that start near zero (a momentum, a velocity
+    component) from dividing by it.
+
+    Parameters
+    ----------
+    result : IntegrationResult
+        With ``observable`` among ``result.observables``.
+    observable : str
+        Name of the first integral.
+    claimed_by : str
+        Who claims it is conserved (for the statement and the figure ``"claimed by"``).
+    threshold : float
+        The check holds when the largest change is at most this and no trajectory failed.
+
+    Returns
+    -------
+    Check
+        Named ``"first integral <observable>"``; ``series``: ``"t"``, ``"max |dI|"``,
+        ``"median |dI|"``; ``samples``: ``"max over time |dI|"``.
+    """
+    threshold = _threshold(threshold, "threshold")
+    values = _observable(result, observable, "observable")
+    err = np.abs(values - values[:, :1]) / np.maximum(1.0, np.abs(values[:, :1]))
+    check = _summarise(
+        f"first integral {observable}",
+        err,
+        result,
+        threshold,
+        "|dI|",
+        ("max |dI|", "median |dI|"),
+        "max over time |dI|",
+    )
+    if not claimed_by:
+        return check
+    figures = {"claimed by": claimed_by, **check.figures}
+    statement = f"{check.statement} (claimed by {claimed_by})"
+    return Check(check.name, check.holds, statement, figures, check.series, check.samples)

@@ -7,7 +7,11 @@
   engine's inertias -- their structured numerical counterparts); a verdict is agreement with
   the claim.
 * :mod:`~nhfast.experiments.runner` -- :func:`run_example`: build, integrate a batch in blocks
-  with a progress bar, check, and collect a :class:`~nhfast.analysis.result.Report`.
+  with a progress bar, check, and collect a :class:`~nhfast.analysis.result.Report`
+  (:func:`run_instance` for a system already built).
+* :mod:`~nhfast.experiments.spec` -- :class:`SystemSpec`: a user's own system and its claims,
+  in the form the checks need; :mod:`~nhfast.experiments.user` loads one from
+  ``FILE.py:FACTORY`` (``nhfast run FILE.py:FACTORY``).
 """
 
 from nhfast.experiments.catalogue import (
@@ -28,10 +32,18 @@ from nhfast.experiments.checks import (
     structured_measure_checks,  # noqa: F401
     symbolic_checks,  # noqa: F401
 )
-from nhfast.experiments.runner import CHECKS, FIXED_STEP_H, integrate_in_chunks, run_example  # noqa: F401
+from nhfast.experiments.runner import (  # noqa: F401
+    CHECKS,
+    FIXED_STEP_H,
+    integrate_in_chunks,
+    run_example,
+    run_instance,
+)
+from nhfast.experiments.spec import SystemSpec, to_instance  # noqa: F401
 
 __all__ = [
     "run_example",
+    "SystemSpec",
     "Example",
     "Instance",
     "get_example",

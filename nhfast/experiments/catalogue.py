@@ -10,6 +10,12 @@ Veselova body on SO(n) (Thm. 4.3), the nonholonomic particle (Sec. 4.1), the ver
 other than ``A Om A`` the claimed density ``det(K_gamma)^(-1/2)`` is derived here from the
 paper's Sec. 4.2; the paper does not state it.
 
+The Chaplygin ball, the Suslov problem on SO(n), the two-wheeled carriage, the unicycle and the
+Heisenberg system are built in :mod:`nhfast.experiments.entries`, with the claims of Chaplygin
+(1903), Borisov & Mamaev (2001), Fedorov & Kozlov (1995), Crampin & Mestdag (2010), "Anholonomic
+frames in constrained dynamics", and Jóźwikowski & Respondek (2019), "A comparison of vakonomic
+and nonholonomic dynamics with applications to non-invariant Chaplygin systems".
+
 The Veselova example has an inertia option (``"a-omega-a"``, ``"physical"``, ``"pairwise"``).
 The ``A Om A`` inertia up to ``n = STRUCTURED_N`` builds the unrolled SymPy field and the
 Chaplygin chart system, so that its checks can be symbolic; above that size, and for the other
@@ -19,14 +25,25 @@ program) and its checks run in their structured numerical form (``Instance.form`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
 from nhfast.analysis.measure import kernel_values, liouville_field
+from nhfast.experiments import entries
+from nhfast.experiments.instance import (
+    STRUCTURED,
+    SYMBOLIC,  # noqa: F401
+    Example,
+    Expectation,
+    Instance,
+    MeasureClaim,
+    Sampler,
+    normal_sampler,
+    param_vector,
+    reduced_chart,
+)
 from nhfast.symbolic import almost_poisson_equations, chaplygin_equations
 from nhfast.systems import (
     chaplygin_sleigh,
@@ -44,7 +61,6 @@ from nhfast.systems.veselova_body.formulas import (
     log_density,
     phi,
 )
-from nhfast.vectorfield import VectorField
 
 __all__ = [
     "Instance",
@@ -58,229 +74,6 @@ INERTIAS = tuple(_NAMED_INERTIAS)
 #: Largest ``n`` at which the ``A Om A`` Veselova example is built symbolically (the chart
 #: system of ``veselova(n)`` costs minutes from ``n`` of about 10 on).
 STRUCTURED_N = 6
-#: Values of :attr:`Instance.form`.
-SYMBOLIC, STRUCTURED = "symbolic", "structured"
-
-Sampler = Callable[[np.random.Generator, int], np.ndarray]
-
-
-@dataclass(frozen=True)
-class Expectation:
-    """What a source claims about the reduced (Chaplygin) system.
-
-    Attributes
-    ----------
-    basic_measure : bool
-        Whether a basic invariant measure ``exp(sigma) ds dp`` exists (García-Naranjo & Marrero
-        2020, Thm 3.11).
-    sigma : sympy.Expr or None
-        Its ``sigma`` (up to an additive constant), in the shape coordinates.
-    phi_simple : bool
-        Whether the system is phi-simple (ibid., Def. 3.19).
-    phi : sympy.Expr or None
-        Its ``phi`` (up to an additive constant).
-    source : str
-        Where the claim is made.
-    sigma_text, phi_text : str
-        ``sigma`` and ``phi`` written as in the source, for reports.
-    """
-
-    basic_measure: bool
-    sigma: sp.Expr | None
-    phi_simple: bool
-    phi: sp.Expr | None
-    source: str
-    sigma_text: str = ""
-    phi_text: str = ""
-
-
-@dataclass(frozen=True)
-class MeasureClaim:
-    """A density on the integrated states and whether it is invariant, for numerical checks.
-
-    Attributes
-    ----------
-    density : sympy.Expr or None
-        ``rho`` (with respect to Lebesgue measure in the integrated states); ``1`` is the
-        Liouville measure of the coordinates; None when only ``observable`` gives it.
-    invariant : bool
-        What the source says: ``rho dx`` is invariant (True) or not (False).
-    label : str
-        Short name, e.g. ``"(A gamma, gamma)^(-2)"``.
-    source : str
-        Why it is (not) invariant.
-    observable : (str, float) or None
-        For structured instances: ``log rho = factor * observable`` with the named observable of
-        the vector field (its generated kernel); None: ``log rho`` is ``log(density)``, which
-        must then be a constant.
-    """
-
-    density: sp.Expr | None
-    invariant: bool
-    label: str
-    source: str
-    observable: tuple[str, float] | None = None
-
-
-@dataclass
-class Instance:
-    """One example, built: everything a run needs.
-
-    Attributes
-    ----------
-    name : str
-        Library name (``"veselova"``, ...).
-    title : str
-        Heading for reports, e.g. ``"Veselova rigid body on SO(6)"``.
-    vector_field : VectorField
-        The equations that are integrated.
-    params : ndarray, shape (n_params,)
-        Default parameter values, in the order of ``vector_field.params``.
-    sampler : callable
-        ``sampler(rng, lanes) -> x0`` of shape ``(lanes, n_state)``.
-    energy : str
-        Name of the energy observable.
-    constraints : dict of str to float
-        Observables that must keep a value (empty when the state space is the constraint
-        manifold).
-    log_density : sympy.Expr or None
-        Log of an invariant density with respect to Lebesgue measure in the integrated
-        states (from the sources), or None if they give none for these coordinates.
-    chaplygin : object or None
-        The ``ChaplyginSystem`` / ``ReducedChaplyginSystem`` whose measure and
-        phi-simplicity the sources discuss.
-    expected : Expectation or None
-        The sources' claims about ``chaplygin``.
-    t_end : float
-        Default final time.
-    measure_claims : list of MeasureClaim
-        Densities to test numerically along trajectories, with the expected verdict.
-    chart_sampler : callable or None
-        ``sampler(rng, lanes)`` of states ``(s, p)`` of the Chaplygin chart
-        (``chaplygin_equations(chaplygin)``), for the Hamiltonisation checks.
-    chart_t : float
-        Final time for runs in the chart (short where the chart is local).
-    density_variables : list of sympy.Symbol or None
-        States a *basic* density may depend on (the configuration part), for density
-        discovery; None: the default of ``discover_density`` (the first half of the states).
-    description : dict
-        Figures describing the system for the report.
-    form : str
-        ``"symbolic"``: the checks are symbolic where they can be (Chaplygin reduction) and
-        numerical on the unrolled field; ``"structured"``: only the structured field exists and
-        every check runs in its structured numerical form.
-    liouville : StructuredVectorField or None
-        For structured fields with a ``divergence`` output: the field with Liouville's integral
-        as one more (last) state. Its compiled library then serves every check (the drift run
-        integrates it too), so a run compiles one library, not two.
-    """
-
-    name: str
-    title: str
-    vector_field: VectorField
-    params: np.ndarray
-    sampler: Sampler
-    energy: str = "energy"
-    constraints: dict[str, float] = field(default_factory=dict)
-    log_density: sp.Expr | None = None
-    chaplygin: Any = None
-    expected: Expectation | None = None
-    t_end: float = 10.0
-    measure_claims: list[MeasureClaim] = field(default_factory=list)
-    chart_sampler: Sampler | None = None
-    chart_t: float = 1.0
-    density_variables: list[sp.Symbol] | None = None
-    description: dict[str, Any] = field(default_factory=dict)
-    form: str = SYMBOLIC
-    liouville: Any = None
-
-    def evaluate(
-        self, kind: str, x: np.ndarray, params: Any = None, threads: int = 1
-    ) -> np.ndarray:
-        """A kernel family (``"rhs"``, ``"observables"``, ``"divergence"``) of the vector field
-        at states ``x`` (..., n_state), through the library of :attr:`liouville` if any
-        (:func:`nhfast.analysis.measure.kernel_values`).
-
-        Parameters
-        ----------
-        kind : str
-        x : ndarray, shape (..., n_state)
-        params : array_like, optional
-        threads : int
-
-        Returns
-        -------
-        ndarray, shape (..., n_out)
-        """
-        return kernel_values(self.vector_field, kind, x, params, threads)
-
-    def sample(self, lanes: int, seed: int | None = 0) -> np.ndarray:
-        """Initial states ``(lanes, n_state)`` from ``numpy.random.default_rng(seed)``."""
-        if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
-            raise ValueError(f"lanes must be an int >= 1, got {lanes!r}")
-        x0 = np.asarray(self.sampler(np.random.default_rng(seed), lanes), dtype=float)
-        expect = (lanes, self.vector_field.n_state)
-        if x0.shape != expect:  # a library bug, not bad input
-            raise RuntimeError(f"sampler of {self.name!r} gave shape {x0.shape}, not {expect}")
-        return x0
-
-
-@dataclass(frozen=True)
-class Example:
-    """A library entry: a name, one line of explanation and a builder.
-
-    Attributes
-    ----------
-    name : str
-    summary : str
-        One line for ``nhfast examples``.
-    builder : callable
-        ``builder(n) -> Instance`` (``n`` is None for examples without a size), or
-        ``builder(n, inertia)`` for examples with ``inertias``.
-    n_default : int or None
-        Default size (``--n``) for sized examples, None otherwise.
-    n_min : int
-        Smallest allowed size.
-    inertias : tuple of str
-        Inertia operators the example accepts (``--inertia``; the first is the default),
-        empty for examples without that option.
-    """
-
-    name: str
-    summary: str
-    builder: Callable[..., Instance]
-    n_default: int | None = None
-    n_min: int = 1
-    inertias: tuple[str, ...] = ()
-
-    def build(self, n: int | None = None, inertia: str | None = None) -> Instance:
-        """Build the example; ``n`` only for sized examples (default ``n_default``),
-        ``inertia`` only for examples with ``inertias`` (default the first)."""
-        if inertia is not None and inertia not in self.inertias:
-            if not self.inertias:
-                raise ValueError(f"inertia: example {self.name!r} has no inertia option")
-            raise ValueError(
-                f"inertia: example {self.name!r} accepts {', '.join(self.inertias)}, "
-                f"got {inertia!r}"
-            )
-        extra = (inertia or self.inertias[0],) if self.inertias else ()
-        if self.n_default is None:
-            if n is not None:
-                raise ValueError(f"n: example {self.name!r} has no size parameter, got n={n!r}")
-            return self.builder(None, *extra)
-        if n is None:
-            n = self.n_default
-        if not isinstance(n, int) or isinstance(n, bool) or n < self.n_min:
-            raise ValueError(f"n: example {self.name!r} needs an int n >= {self.n_min}, got {n!r}")
-        return self.builder(n, *extra)
-
-
-def _param_vector(vf: VectorField, values: Mapping[str, float]) -> np.ndarray:
-    names = [str(p) for p in vf.params]
-    missing = [p for p in names if p not in values]
-    if missing:  # a library bug
-        raise RuntimeError(f"no default value for parameters {missing} of {vf.name!r}")
-    return np.array([float(values[p]) for p in names], dtype=float)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -514,34 +307,6 @@ def _build_veselova_structured(n: int, inertia: str) -> Instance:
 # ---------------------------------------------------------------------------------------------
 
 
-def _normal_sampler(n_state: int, fixed: Mapping[int, float] | None = None) -> Sampler:
-    def sample(rng: np.random.Generator, lanes: int) -> np.ndarray:
-        x0 = rng.normal(size=(lanes, n_state))
-        for k, v in (fixed or {}).items():
-            x0[:, k] = v
-        return x0
-
-    return sample
-
-
-def _reduced_chart(vf: Any, coordinates: str, parameters: Any) -> dict[str, Any]:
-    """The :class:`Instance` fields of a system integrated in its reduced chart itself (two shape
-    variables): standard normal states for every run, chart runs to ``t = 2``, the density in
-    the shape variables."""
-    return {
-        "sampler": _normal_sampler(vf.n_state),
-        "chart_sampler": _normal_sampler(vf.n_state),
-        "chart_t": 2.0,
-        "density_variables": list(vf.states[:2]),
-        "description": {
-            "coordinates": coordinates,
-            "state dimension": vf.n_state,
-            "parameters": parameters,
-            "initial states": "standard normal",
-        },
-    }
-
-
 def _build_particle(a_value: float) -> Instance:
     def potential(x: sp.Symbol, y: sp.Symbol) -> sp.Expr:
         return (x**2 + y**2) / 2
@@ -591,13 +356,13 @@ def _build_particle(a_value: float) -> Instance:
         name="particle" if a_value != 0 else "particle-a0",
         title=f"Nonholonomic particle, a = {a_value:g}, U = (x^2 + y^2)/2",
         vector_field=vf,
-        params=_param_vector(vf, {"a": a_value}),
+        params=param_vector(vf, {"a": a_value}),
         log_density=log_rho,
         chaplygin=system,
         expected=expected,
         t_end=10.0,
         measure_claims=claims,
-        **_reduced_chart(vf, "reduced chart (x, y, p_x, p_y) on T*R^2", {"a": a_value}),
+        **reduced_chart(vf, "reduced chart (x, y, p_x, p_y) on T*R^2", {"a": a_value}),
     )
 
 
@@ -610,7 +375,7 @@ def _build_disk(_n: int | None) -> Instance:
         name="disk",
         title="Vertical rolling disk (m = 1, R = 1, I = 1/4, J = 1/2)",
         vector_field=vf,
-        params=_param_vector(vf, values),
+        params=param_vector(vf, values),
         log_density=sp.Integer(0),
         chaplygin=system,
         expected=Expectation(
@@ -631,7 +396,7 @@ def _build_disk(_n: int | None) -> Instance:
                 "García-Naranjo & Marrero (2020), Sec. 3.1: C = 0",
             )
         ],
-        **_reduced_chart(vf, "reduced chart (phi, theta, p_phi, p_theta)", values),
+        **reduced_chart(vf, "reduced chart (phi, theta, p_phi, p_theta)", values),
     )
 
 
@@ -652,8 +417,8 @@ def _build_sleigh(_n: int | None) -> Instance:
         name="sleigh",
         title="Chaplygin sleigh (m = 1, I = 1/2, b = 1/2)",
         vector_field=vf,
-        params=_param_vector(vf, values),
-        sampler=_normal_sampler(vf.n_state, fixed={0: 0.0, 1: 0.0}),
+        params=param_vector(vf, values),
+        sampler=normal_sampler(vf.n_state, fixed={0: 0.0, 1: 0.0}),
         chaplygin=chaplygin_sleigh(as_chaplygin=True),
         expected=Expectation(
             False, None, False, None, "nhfast.systems.examples (d Theta != 0 for b != 0)"
@@ -712,6 +477,36 @@ EXAMPLES: dict[str, Example] = {
             "sleigh",
             "Chaplygin sleigh: d Theta != 0, no basic invariant measure",
             _build_sleigh,
+        ),
+        Example(
+            "ball",
+            "Chaplygin ball: density (1 - m a^2 <gamma, (I + m a^2)^-1 gamma>)^(-1/2), "
+            "integrals <M, gamma>, <M, M>, |gamma|^2 (Chaplygin 1903)",
+            entries.build_ball,
+        ),
+        Example(
+            "suslov",
+            "Suslov problem on SO(n) (--n, default 3), axis not an eigenvector of the inertia: "
+            "no invariant measure (Liouville volume not preserved), energy conserved",
+            entries.build_suslov,
+            n_default=3,
+            n_min=3,
+        ),
+        Example(
+            "carriage",
+            "two-wheeled carriage: integral Y alpha^2 + X omega^2 (Jóźwikowski & Respondek "
+            "2019); basic measure exp(sigma), phi-simple (derived here)",
+            entries.build_carriage,
+        ),
+        Example(
+            "unicycle",
+            "unicycle, U = 0: C = 0, Lebesgue measure, phi = 0; integrals p_phi, p_theta",
+            entries.build_unicycle,
+        ),
+        Example(
+            "heisenberg",
+            "Heisenberg system: straight lines (integrals v_1, v_2), Lebesgue dq dv invariant",
+            entries.build_heisenberg,
         ),
     ]
 }

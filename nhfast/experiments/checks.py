@@ -93,8 +93,10 @@ def symbolic_checks(instance: Instance) -> list[Check]:
     list of Check
         Empty when the example has no Chaplygin description.
     """
-    if instance.chaplygin is None or instance.expected is None:
+    if instance.chaplygin is None:
         return []
+    if instance.expected is None:
+        return _symbolic_findings(instance.chaplygin)
     exp = instance.expected
     s = _shape_symbols(instance.chaplygin)
     checks = []
@@ -147,6 +149,30 @@ def symbolic_checks(instance: Instance) -> list[Check]:
             else f"disagrees with {exp.source}: phi-simple with phi = {ps.phi}"
         )
     checks.append(Check("phi-simple, Hamiltonisable (symbolic)", holds, statement, figs))
+    return checks
+
+
+def _symbolic_findings(system: Any) -> list[Check]:
+    """The symbolic measure and phi-simplicity tests with no claim to compare: verdict ``----``,
+    the finding in the statement."""
+    unclaimed = "no claim to compare (needs SystemSpec(expected=Expectation(...)))"
+    meas = invariant_measure(system)
+    if meas.sigma is not None:
+        found = f"exp(sigma) ds dp is invariant with sigma = {meas.sigma}"
+        figs: dict[str, Any] = {"exists": True, "sigma": str(meas.sigma)}
+    else:
+        found = f"none exists ({meas.reason})"
+        figs = {"exists": False, "reason": meas.reason}
+    checks = [Check("basic invariant measure (symbolic)", None, f"{found}; {unclaimed}", figs)]
+    ps = phi_simple(system)
+    if ps.is_phi_simple:
+        found = f"phi-simple with phi = {ps.phi}"
+        figs = {"phi-simple": True, "phi": str(ps.phi)}
+    else:
+        found = f"not phi-simple ({ps.reason})"
+        figs = {"phi-simple": False, "reason": ps.reason}
+    name = "phi-simple, Hamiltonisable (symbolic)"
+    checks.append(Check(name, None, f"{found}; {unclaimed}", figs))
     return checks
 
 
@@ -243,9 +269,14 @@ def discovery_check(instance: Instance, seed: int, params: np.ndarray | None) ->
     fit = discover_density(vf, x, params=params, variables=list(variables))
     inner = fit.to_check()
     name = f"density discovery: exp(sigma({', '.join(map(str, variables))})) (numerical)"
-    if instance.expected is None:
-        return Check(name, inner.holds, inner.statement, inner.figures)
-    want, source = instance.expected.basic_measure, instance.expected.source
+    if instance.expected is None and instance.log_density is None:
+        statement = f"{inner.statement}; no claim to compare (needs SystemSpec(density=...))"
+        return Check(name, None, statement, inner.figures)
+    if instance.expected is not None:
+        want, source = instance.expected.basic_measure, instance.expected.source
+    else:  # a claimed invariant density, no claim about a Chaplygin reduction
+        want = True
+        source = next((c.source for c in instance.measure_claims if c.invariant), "the claim")
     figures = {"expected": "exists" if want else "none", **inner.figures}
     if fit.exists != want:
         found = "found" if fit.exists else "none found"
@@ -299,7 +330,21 @@ def hamiltonisation_checks(instance: Instance, seed: int, params: np.ndarray | N
     # the symbolic phi-simplicity test is already in symbolic_checks (compared with the claim)
     inner = [c for c in rep.checks if "(symbolic)" not in c.name]
     if instance.expected is None:
-        return inner
+        # no claim: a check that holds confirms the symbolic phi; one that fails (a system
+        # that is not phi-simple) disagrees with nothing
+        return [
+            c
+            if c.holds is not False
+            else Check(
+                c.name,
+                None,
+                f"{c.statement}; no claim to compare (needs SystemSpec(expected=...))",
+                c.figures,
+                c.series,
+                c.samples,
+            )
+            for c in inner
+        ]
     want, source = instance.expected.phi_simple, instance.expected.source
     out = []
     for c in inner:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from nhfast._progress import Heartbeat, Progress
-from nhfast.analysis.drift import constraint_residual, energy_error
+from nhfast.analysis.drift import constraint_residual, energy_error, integral_drift
 from nhfast.analysis.result import Check, Report
 from nhfast.distributed import integrate_ensemble
 from nhfast.errors import IntegrationWarning, UsageError
@@ -39,6 +39,8 @@ from nhfast.experiments.checks import (
     structured_measure_checks,
     symbolic_checks,
 )
+from nhfast.experiments.instance import Instance
+from nhfast.experiments.spec import to_instance
 from nhfast.integrate import ADAPTIVE, IntegrationResult, integrate
 from nhfast.vectorfield import VectorField
 
@@ -133,7 +135,7 @@ class _Stages:
 
 
 def run_example(
-    name: str,
+    name: Any,
     n: int | None = None,
     lanes: int = 256,
     t_end: float | None = None,
@@ -156,8 +158,10 @@ def run_example(
 
     Parameters
     ----------
-    name : str
-        Catalogue name (see ``nhfast examples`` / :data:`nhfast.experiments.EXAMPLES`).
+    name : str or SystemSpec
+        Catalogue name (see ``nhfast examples`` / :data:`nhfast.experiments.EXAMPLES`), or a
+        system of your own: a :class:`~nhfast.experiments.spec.SystemSpec` or anything it
+        takes as ``system`` (run through the same checks; ``n`` and ``inertia`` do not apply).
     n : int, optional
         Size of sized examples (Veselova: SO(n)).
     lanes : int
@@ -211,21 +215,112 @@ def run_example(
     UsageError
         For an unknown check, or ``method="leapfrog"`` on a system that is not separable.
     """
+    start_wall, start_cpu = time.perf_counter(), time.process_time()
+    say = log or (lambda _msg: None)
+    _check_families(checks)
+    stage = _Stages(say)
+    extra: dict[str, Any] = {}
+    if not isinstance(name, str):
+        if n is not None or inertia is not None:
+            raise UsageError("n, inertia: only for catalogue examples, not for a SystemSpec")
+        title = getattr(name, "title", None) or "system"
+        with stage("build", f"building {title}"):
+            inst = to_instance(name, name=title)
+    else:
+        example = get_example(name)
+        with stage("build", f"building {name}" + (f" (n = {n})" if n is not None else "")):
+            inst = example.build(n, inertia)
+        if example.inertias:
+            extra["inertia"] = inertia or example.inertias[0]
+    return run_instance(
+        inst,
+        lanes=lanes,
+        t_end=t_end,
+        method=method,
+        threads=threads,
+        seed=seed,
+        rtol=rtol,
+        atol=atol,
+        h=h,
+        drift_tol=drift_tol,
+        checks=checks,
+        n_times=n_times,
+        progress=progress,
+        log=log,
+        client=client,
+        chunk=chunk,
+        settings=extra,
+        timings=stage.timings,
+        started=(start_wall, start_cpu),
+    )
+
+
+def _check_families(checks: Sequence[str]) -> None:
     unknown = [c for c in checks if c not in CHECKS]
     if unknown:
         raise UsageError(f"checks: unknown {unknown}; choose from {', '.join(CHECKS)}")
+
+
+def run_instance(
+    inst: Instance,
+    lanes: int = 256,
+    t_end: float | None = None,
+    method: str = "dop853",
+    threads: int = 2,
+    seed: int = 0,
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+    h: float | None = None,
+    drift_tol: float = 1e-7,
+    checks: Sequence[str] = CHECKS,
+    n_times: int = 201,
+    progress: bool | None = None,
+    log: Callable[[str], object] | None = None,
+    client: Any = None,
+    chunk: int | None = None,
+    settings: dict[str, Any] | None = None,
+    timings: dict[str, float] | None = None,
+    started: tuple[float, float] | None = None,
+) -> tuple[Report, IntegrationResult | None]:
+    """Integrate a batch of a built :class:`Instance`, run the checks, collect a Report.
+
+    The work of :func:`run_example` after the build, for catalogue entries and for a user's
+    own system alike (:func:`nhfast.experiments.spec.to_instance`). A check family that needs
+    data the instance does not hold (an energy observable, a density claim, a Chaplygin
+    system, a chart sampler) is reported as a check with verdict ``----`` and the statement
+    ``"not run: needs ..."``.
+
+    Parameters
+    ----------
+    inst : Instance
+    lanes, t_end, method, threads, seed, rtol, atol, h, drift_tol, checks, n_times, progress,
+    log, client, chunk
+        As for :func:`run_example`.
+    settings : dict, optional
+        More entries for the report's settings (first after ``"example"``).
+    timings : dict, optional
+        Timings already taken (e.g. the build); the run's are added.
+    started : (float, float), optional
+        ``time.perf_counter()`` and ``time.process_time()`` at the start, for the totals.
+
+    Returns
+    -------
+    (Report, IntegrationResult or None)
+    """
+    _check_families(checks)
+    if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
+        raise UsageError(f"lanes: expected an int >= 1, got {lanes!r}")
+    start_wall, start_cpu = started or (time.perf_counter(), time.process_time())
     say = log or (lambda _msg: None)
     stage = _Stages(say)
+    if timings:
+        stage.timings.update(timings)
     timings = stage.timings
-
-    start_wall, start_cpu = time.perf_counter(), time.process_time()
-    example = get_example(name)
-    with stage("build", f"building {name}" + (f" (n = {n})" if n is not None else "")):
-        inst = example.build(n, inertia)
+    name = inst.name
     structured = inst.form == STRUCTURED
-    timings["build (structured program)" if structured else "build (symbolic)"] = timings.pop(
-        "build"
-    )
+    if "build" in timings:
+        label = "build (structured program)" if structured else "build (symbolic)"
+        timings[label] = timings.pop("build")
     t_end = inst.t_end if t_end is None else t_end
     if method not in ADAPTIVE and h is None:
         h = FIXED_STEP_H
@@ -238,139 +333,30 @@ def run_example(
     with stage("initial states"):  # a structured sampler compiles the kernels (energy)
         x0 = inst.sample(lanes, seed)
     say(f"{inst.title}: {vf.n_state} states, {lanes} trajectories to t = {t_end:g}")
-    settings: dict = {
+    settings = {
         "example": name,
+        **(settings or {}),
         "trajectories": lanes,
         "final time": t_end,
         "threads": threads,
         "seed": seed,
     }
-    if example.inertias:
-        settings["inertia"] = inertia or example.inertias[0]
     if structured:
-        settings["form of the checks"] = (
-            "structured numeric: only the structured field is built (the symbolic forms run "
-            f"for the A Om A inertia with n <= {STRUCTURED_N})"
-        )
-
-    drift, sym_measure, sym_phi, num_measure, num_ham = [], [], [], [], []
-    res = None
+        settings["form of the checks"] = "structured numeric: only the structured field is built"
+        if name == "veselova":
+            settings["form of the checks"] += (
+                f" (the symbolic forms run for the A Om A inertia with n <= {STRUCTURED_N})"
+            )
+    run = _Run(inst, x0, params, seed, t_end, rtol, atol, threads, set(checks), stage, settings)
+    drift, res = [], None
     if "drift" in checks:
-        t0 = time.perf_counter()
-        say("kernels: generating and compiling (or loading from the cache) ...")
-        # a structured instance with a Liouville field integrates that one (its library serves
-        # every check; the extra state ell is dropped from the result)
-        field = inst.liouville if inst.liouville is not None else vf
-        cs = field.compile(("observables",))
-        timings["codegen + compile" if not cs.cache_hit else "kernels (cache hit)"] = (
-            time.perf_counter() - t0
-        )
-        say(
-            f"kernels: {cs.backend} backend, {'cache hit' if cs.cache_hit else 'compiled'} "
-            f"in {time.perf_counter() - t0:.2f} s"
-        )
-        t_eval = np.linspace(0.0, t_end, n_times)
-        with stage("integrate", f"integrating ({method})"):
-            start = x0 if field is vf else np.concatenate([x0, np.zeros((lanes, 1))], axis=1)
-            res = integrate_in_chunks(
-                field,
-                start,
-                t_eval,
-                params,
-                method,
-                threads,
-                rtol,
-                atol,
-                h,
-                progress,
-                client,
-                chunk,
-            )
-            if field is not vf:
-                res = dataclasses.replace(res, y=res.y[..., : vf.n_state])
-        drift = [energy_error(res, inst.energy, threshold=drift_tol)]
-        if inst.constraints:
-            drift.append(constraint_residual(res, inst.constraints, threshold=drift_tol))
-        settings.update(
-            {
-                "method": method,
-                "output times": n_times,
-                "drift threshold": drift_tol,
-                "failed trajectories": int(np.count_nonzero(res.failed)),
-                "mean steps per trajectory": float(np.mean(res.stats["steps"])),
-            }
-        )
-        if client is not None:
-            settings["Dask workers"] = len(client.scheduler_info().get("workers", {}))
-            settings["chunk"] = chunk or max(64, -(-lanes // 10))
-        if method in ADAPTIVE:
-            settings.update({"rtol": rtol, "atol": atol})
-        else:
-            # integrate splits each output interval into equal substeps of at most h
-            dt = t_end / (n_times - 1)
-            settings["h"] = h
-            settings["effective step"] = dt / max(1.0, np.ceil(dt / h * (1 - 1e-12)))
-
+        drift, res = _drift_checks(run, method, h, drift_tol, n_times, progress, client, chunk, say)
     if structured:
-        if {"symbolic", "measure"} & set(checks) and inst.measure_claims:
-            msg = (
-                f"invariant measure, structured: div(rho X) = 0 on {STRUCTURED_SAMPLES} "
-                "sampled states"
-            )
-            with stage("pointwise measure check", msg):
-                sym_measure = [pointwise_measure_check(inst, seed, params)]
-        if "measure" in checks and inst.measure_claims:
-            m = min(lanes, STRUCTURED_LANES)
-            msg = (
-                f"measure checks, structured: {len(inst.measure_claims)} densities along "
-                f"{m} trajectories"
-            )
-            with stage("measure checks", msg):
-                num_measure = structured_measure_checks(
-                    inst, x0[:m], t_end, params, rtol, atol, threads
-                )
-            settings["measure checks"] = (
-                f"structured, dop853, rtol {rtol:g}, atol {atol:g}, t = {t_end:g}, first "
-                f"{num_measure[0].figures['trajectories']} trajectories"
-            )
-        if {"symbolic", "hamiltonisation"} & set(checks) and inst.measure_claims:
-            msg = (
-                "phi-simplicity, structured: tau-field against the Hamiltonian field of Htilde "
-                f"on {STRUCTURED_SAMPLES} sampled states"
-            )
-            with stage("Hamiltonisation check", msg):
-                sym_phi = [structured_hamiltonisation_check(inst, seed, params)]
-            settings["Hamiltonisation checks"] = (
-                "structured: pointwise on sampled states (the chart checks need the Chaplygin "
-                f"chart system, built for the A Om A inertia with n <= {STRUCTURED_N} only)"
-            )
-    elif {"symbolic", "measure", "hamiltonisation"} & set(checks):
-        with stage("symbolic checks", "symbolic checks of the Chaplygin reduction"):
-            sym = symbolic_checks(inst)
-        if {"symbolic", "measure"} & set(checks):
-            sym_measure = [c for c in sym if "measure" in c.name]
-        if {"symbolic", "hamiltonisation"} & set(checks):
-            sym_phi = [c for c in sym if "phi-simple" in c.name]
-
-    if "measure" in checks and inst.measure_claims and not structured:
-        m = min(lanes, MEASURE_LANES)
-        msg = f"measure checks: {len(inst.measure_claims)} densities along {m} trajectories"
-        with stage("measure checks", msg):
-            num_measure = measure_checks(inst, x0[:m], t_end, params, rtol, atol, threads)
-        settings["measure checks"] = (
-            f"dop853, rtol {rtol:g}, atol {atol:g}, t = {t_end:g}, first {m} trajectories"
-        )
-        with stage("density discovery", "density discovery on sampled states"):
-            num_measure.append(discovery_check(inst, seed, params))
-        settings["density discovery"] = f"{DISCOVERY_SAMPLES} sampled states (seed {seed + 1})"
-
-    if "hamiltonisation" in checks and inst.chart_sampler is not None:
-        msg = f"Hamiltonisation checks: {HAMILTONISATION_LANES} trajectories in the chart"
-        with stage("Hamiltonisation checks", msg):
-            num_ham = hamiltonisation_checks(inst, seed, params)
-        settings["Hamiltonisation checks"] = (
-            f"{HAMILTONISATION_LANES} chart trajectories, t = tau = {inst.chart_t:g}"
-        )
+        sym_measure, num_measure, sym_phi = _structured_checks(run)
+    else:
+        sym_measure, sym_phi = _symbolic_checks(run)
+        num_measure = _numerical_measure_checks(run)
+    num_ham = _chart_checks(run) if not structured else []
 
     timings["total (wall clock)"] = time.perf_counter() - start_wall
     timings["total (CPU, all threads)"] = time.process_time() - start_cpu
@@ -383,6 +369,232 @@ def run_example(
         timings=timings,
     )
     return report, res
+
+
+@dataclasses.dataclass
+class _Run:
+    """What every check family of one run shares."""
+
+    inst: Instance
+    x0: np.ndarray
+    params: np.ndarray | None
+    seed: int
+    t_end: float
+    rtol: float
+    atol: float
+    threads: int
+    checks: set[str]
+    stage: _Stages
+    settings: dict[str, Any]
+
+    def wants(self, *families: str) -> bool:
+        """Whether any of ``families`` was asked for."""
+        return bool(self.checks & set(families))
+
+
+def _drift_checks(
+    run: _Run,
+    method: str,
+    h: float | None,
+    drift_tol: float,
+    n_times: int,
+    progress: bool | None,
+    client: Any,
+    chunk: int | None,
+    say: Callable[[str], object],
+) -> tuple[list[Check], IntegrationResult]:
+    """Integrate the batch; energy, constraints and claimed first integrals along it."""
+    inst, vf, settings, lanes = run.inst, run.inst.vector_field, run.settings, len(run.x0)
+    t0 = time.perf_counter()
+    say("kernels: generating and compiling (or loading from the cache) ...")
+    # a structured instance with a Liouville field integrates that one (its library serves
+    # every check; the extra state ell is dropped from the result)
+    field = inst.liouville if inst.liouville is not None else vf
+    cs = field.compile(("observables",))
+    run.stage.timings["codegen + compile" if not cs.cache_hit else "kernels (cache hit)"] = (
+        time.perf_counter() - t0
+    )
+    say(
+        f"kernels: {cs.backend} backend, {'cache hit' if cs.cache_hit else 'compiled'} "
+        f"in {time.perf_counter() - t0:.2f} s"
+    )
+    t_eval = np.linspace(0.0, run.t_end, n_times)
+    with run.stage("integrate", f"integrating ({method})"):
+        x0 = run.x0
+        start = x0 if field is vf else np.concatenate([x0, np.zeros((lanes, 1))], axis=1)
+        res = integrate_in_chunks(
+            field, start, t_eval, run.params, method, run.threads, run.rtol, run.atol, h,
+            progress, client, chunk,
+        )  # fmt: skip
+        if field is not vf:
+            res = dataclasses.replace(res, y=res.y[..., : vf.n_state])
+    if inst.energy and inst.energy in res.observables:
+        drift = [energy_error(res, inst.energy, threshold=drift_tol)]
+    else:
+        drift = [_not_run("energy conservation", NEEDS["energy"])]
+    if inst.constraints:
+        drift.append(constraint_residual(res, inst.constraints, threshold=drift_tol))
+    for integral, source in inst.integrals.items():
+        drift.append(integral_drift(res, integral, source, threshold=drift_tol))
+    settings.update(
+        {
+            "method": method,
+            "output times": n_times,
+            "drift threshold": drift_tol,
+            "failed trajectories": int(np.count_nonzero(res.failed)),
+            "mean steps per trajectory": float(np.mean(res.stats["steps"])),
+        }
+    )
+    if client is not None:
+        settings["Dask workers"] = len(client.scheduler_info().get("workers", {}))
+        settings["chunk"] = chunk or max(64, -(-lanes // 10))
+    if method in ADAPTIVE:
+        settings.update({"rtol": run.rtol, "atol": run.atol})
+    else:
+        # integrate splits each output interval into equal substeps of at most h
+        assert h is not None
+        dt = run.t_end / (n_times - 1)
+        settings["h"] = h
+        settings["effective step"] = dt / max(1.0, np.ceil(dt / h * (1 - 1e-12)))
+    return drift, res
+
+
+def _structured_checks(run: _Run) -> tuple[list[Check], list[Check], list[Check]]:
+    """The structured numerical forms: pointwise measure, measure claims, phi-simplicity."""
+    inst, params, seed = run.inst, run.params, run.seed
+    sym_measure: list[Check] = []
+    num_measure: list[Check] = []
+    sym_phi: list[Check] = []
+    invariant_observable = any(c.invariant and c.observable for c in inst.measure_claims)
+    if run.wants("symbolic", "measure") and not invariant_observable:
+        sym_measure = [_not_run("basic invariant measure (structured numeric)", NEEDS["rho"])]
+    elif run.wants("symbolic", "measure"):
+        msg = (
+            f"invariant measure, structured: div(rho X) = 0 on {STRUCTURED_SAMPLES} sampled states"
+        )
+        with run.stage("pointwise measure check", msg):
+            sym_measure = [pointwise_measure_check(inst, seed, params)]
+    if run.wants("measure") and not inst.measure_claims:
+        num_measure = [_not_run("measure claims (structured numeric)", NEEDS["claims"])]
+    elif run.wants("measure"):
+        m = min(len(run.x0), STRUCTURED_LANES)
+        msg = (
+            f"measure checks, structured: {len(inst.measure_claims)} densities along "
+            f"{m} trajectories"
+        )
+        with run.stage("measure checks", msg):
+            num_measure = structured_measure_checks(
+                inst, run.x0[:m], run.t_end, params, run.rtol, run.atol, run.threads
+            )
+        run.settings["measure checks"] = (
+            f"structured, dop853, rtol {run.rtol:g}, atol {run.atol:g}, t = {run.t_end:g}, "
+            f"first {num_measure[0].figures['trajectories']} trajectories"
+        )
+    hamiltonisable = invariant_observable and inst.expected is not None
+    if run.wants("symbolic", "hamiltonisation") and not hamiltonisable:
+        sym_phi = [_not_run("phi-simple, Hamiltonisable (structured numeric)", NEEDS["phi"])]
+    elif run.wants("symbolic", "hamiltonisation"):
+        msg = (
+            "phi-simplicity, structured: tau-field against the Hamiltonian field of Htilde "
+            f"on {STRUCTURED_SAMPLES} sampled states"
+        )
+        with run.stage("Hamiltonisation check", msg):
+            sym_phi = [structured_hamiltonisation_check(inst, seed, params)]
+        run.settings["Hamiltonisation checks"] = (
+            "structured: pointwise on sampled states (the chart checks need the Chaplygin "
+            f"chart system, built for the A Om A inertia with n <= {STRUCTURED_N} only)"
+        )
+    return sym_measure, num_measure, sym_phi
+
+
+def _symbolic_checks(run: _Run) -> tuple[list[Check], list[Check]]:
+    """The symbolic measure and phi-simplicity tests of the Chaplygin reduction."""
+    sym_measure: list[Check] = []
+    sym_phi: list[Check] = []
+    if not run.wants("symbolic", "measure", "hamiltonisation"):
+        return sym_measure, sym_phi
+    if run.inst.chaplygin is None:
+        if run.wants("symbolic", "measure"):
+            sym_measure = [_not_run("basic invariant measure (symbolic)", NEEDS["chaplygin"])]
+        if run.wants("symbolic", "hamiltonisation"):
+            sym_phi = [_not_run("phi-simple, Hamiltonisable (symbolic)", NEEDS["chaplygin"])]
+        return sym_measure, sym_phi
+    with run.stage("symbolic checks", "symbolic checks of the Chaplygin reduction"):
+        sym = symbolic_checks(run.inst)
+    if run.wants("symbolic", "measure"):
+        sym_measure = [c for c in sym if "measure" in c.name]
+    if run.wants("symbolic", "hamiltonisation"):
+        sym_phi = [c for c in sym if "phi-simple" in c.name]
+    return sym_measure, sym_phi
+
+
+def _numerical_measure_checks(run: _Run) -> list[Check]:
+    """The density claims along trajectories and density discovery on sampled states."""
+    if not run.wants("measure"):
+        return []
+    inst = run.inst
+    out: list[Check] = []
+    if inst.measure_claims:
+        m = min(len(run.x0), MEASURE_LANES)
+        msg = f"measure checks: {len(inst.measure_claims)} densities along {m} trajectories"
+        with run.stage("measure checks", msg):
+            out = measure_checks(
+                inst, run.x0[:m], run.t_end, run.params, run.rtol, run.atol, run.threads
+            )
+        run.settings["measure checks"] = (
+            f"dop853, rtol {run.rtol:g}, atol {run.atol:g}, t = {run.t_end:g}, first {m} "
+            "trajectories"
+        )
+    else:
+        out = [_not_run("measure claims (numerical)", NEEDS["claims"])]
+    with run.stage("density discovery", "density discovery on sampled states"):
+        out.append(discovery_check(inst, run.seed, run.params))
+    run.settings["density discovery"] = f"{DISCOVERY_SAMPLES} sampled states (seed {run.seed + 1})"
+    return out
+
+
+def _chart_checks(run: _Run) -> list[Check]:
+    """The numerical Hamiltonisation checks in the Chaplygin chart."""
+    if not run.wants("hamiltonisation"):
+        return []
+    inst = run.inst
+    if inst.chart_sampler is None or inst.chaplygin is None:
+        return [_not_run("Hamiltonisation in the Chaplygin chart (numerical)", NEEDS["chart"])]
+    msg = f"Hamiltonisation checks: {HAMILTONISATION_LANES} trajectories in the chart"
+    with run.stage("Hamiltonisation checks", msg):
+        out = hamiltonisation_checks(inst, run.seed, run.params)
+    run.settings["Hamiltonisation checks"] = (
+        f"{HAMILTONISATION_LANES} chart trajectories, t = tau = {inst.chart_t:g}"
+    )
+    return out
+
+
+#: What a check family needs, for the statement "not run: needs ..." of a check that did not run.
+NEEDS = {
+    "energy": "an energy observable of the vector field (SystemSpec(energy=...))",
+    "claims": (
+        "a claimed density: SystemSpec(density=...) for an invariant one, or "
+        "measure_claims=[MeasureClaim(...)]"
+    ),
+    "chaplygin": (
+        "a ChaplyginSystem (the symbolic tests are of its reduction; SystemSpec(system=...) "
+        "with a ChaplyginSystem)"
+    ),
+    "chart": (
+        "a ChaplyginSystem integrated in its reduced chart, with a sampler of chart states "
+        "(SystemSpec(system=ChaplyginSystem(...)))"
+    ),
+    "rho": "a claimed invariant density given by an observable (MeasureClaim(observable=...))",
+    "phi": (
+        "a claimed invariant density given by an observable and a claim about "
+        "phi-simplicity (Expectation)"
+    ),
+}
+
+
+def _not_run(name: str, needs: str) -> Check:
+    """A check that could not run: verdict ``----``, statement ``"not run: needs ..."``."""
+    return Check(name, None, f"not run: needs {needs}", {"form": "not run"})
 
 
 def _with_form(check: Check, structured: bool) -> Check:
