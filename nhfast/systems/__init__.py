@@ -22,11 +22,7 @@ from nhfast.systems.rigid_body_maps import (
     momentum_of_velocity,
     velocity_of_momentum,
 )
-from nhfast.systems.rolling_disk import (
-    contact_particle,
-    rolling_disk_phi_heading,
-    rolling_disk_theta_heading,
-)
+from nhfast.systems.rolling_disk import contact_particle
 from nhfast.systems.suslov_problem import suslov
 from nhfast.systems.veselova_body import veselova
 from nhfast.systems.wheeled import two_wheeled_carriage, unicycle
@@ -48,8 +44,6 @@ __all__ = [
     "momentum_of_velocity",
     "velocity_of_momentum",
     "angular_velocity",
-    "rolling_disk_phi_heading",
-    "rolling_disk_theta_heading",
     "contact_particle",
     "LieGroupSystem",
     "suslov",

@@ -30,6 +30,7 @@ from typing import Any
 import sympy as sp
 
 from nhfast.symbolic.systems import ChaplyginSystem, NonholonomicSystem
+from nhfast.systems import rolling_disk
 from nhfast.systems._common import Potential, potential_expr, with_frame
 from nhfast.vectorfield import VectorField
 
@@ -43,25 +44,65 @@ __all__ = [
 ]
 
 
-def vertical_rolling_disk(potential: Potential = None) -> ChaplyginSystem:
-    """Vertical rolling disk (García-Naranjo & Marrero 2020, (3.7)-(3.8)).
+#: The papers' conventions for :func:`vertical_rolling_disk`.
+DISK_CONVENTIONS = ("garcia-naranjo-marrero", "mestdag-crampin", "martinez")
 
-    ``Q = R^2 x T^2``, ``q = (x, y, phi, theta)``.
 
-    ``L = 1/2 (m (xdot^2 + ydot^2) + I phidot^2 + J thetadot^2)``; constraints
-    ``xdot = R cos(phi) thetadot``, ``ydot = R sin(phi) thetadot``; ``G = R^2`` translations,
-    shape ``(phi, theta)``.
+def vertical_rolling_disk(
+    potential: Potential = None,
+    *,
+    convention: str = "garcia-naranjo-marrero",
+    basis: str = "rotated",
+) -> Any:
+    """The vertical rolling disk, in the convention of one of three papers.
+
+    * ``"garcia-naranjo-marrero"`` (default): García-Naranjo & Marrero (2020), (3.7)-(3.8), a
+      :class:`~nhfast.symbolic.ChaplyginSystem`. ``Q = R^2 x T^2``, ``q = (x, y, phi,
+      theta)``, ``L = 1/2 (m (xdot^2 + ydot^2) + I phidot^2 + J thetadot^2)``; constraints
+      ``xdot = R cos(phi) thetadot``, ``ydot = R sin(phi) thetadot``; ``G = R^2``
+      translations, shape ``(phi, theta)``; parameters ``(m, R, I, J)``.
+    * ``"mestdag-crampin"``: Mestdag & Crampin (2010), ``phi`` the heading, parameters
+      ``(M, I, J, R)``, with the paper's frame (see :mod:`nhfast.systems.rolling_disk`).
+    * ``"martinez"``: Martínez, Cortés & de León (2000), Example VII.4, ``q = (x, y, theta,
+      phi)`` with ``theta`` the heading, parameters ``(I1, I2, R)``; ``basis`` picks the
+      paper's ``"rotated"`` constraint basis or the ``"cartesian"`` one (the multipliers
+      depend on it).
 
     Parameters
     ----------
     potential : sympy.Expr or callable, optional
-        ``U(phi, theta)``.
+        ``U(phi, theta)`` (the default convention only).
+    convention : str
+        One of :data:`DISK_CONVENTIONS`.
+    basis : {"rotated", "cartesian"}
+        ``"martinez"`` only.
 
     Returns
     -------
-    ChaplyginSystem
-        Parameters ``(m, R, I, J)``.
+    ChaplyginSystem or NonholonomicSystem
+
+    Raises
+    ------
+    ValueError
+        For an unknown convention, or options the convention does not take.
+
+    Examples
+    --------
+    >>> vertical_rolling_disk().params
+    [m, R, I, J]
+    >>> vertical_rolling_disk(convention="martinez").q
+    [x, y, theta, phi]
     """
+    if convention not in DISK_CONVENTIONS:
+        raise ValueError(f"convention must be one of {DISK_CONVENTIONS}, got {convention!r}")
+    if convention != "garcia-naranjo-marrero" and potential is not None:
+        raise ValueError(f"convention={convention!r} takes no potential")
+    if convention != "martinez" and basis != "rotated":
+        raise ValueError("basis applies to convention='martinez' only")
+    if convention == "mestdag-crampin":
+        return rolling_disk.mestdag_crampin_disk()
+    if convention == "martinez":
+        return rolling_disk.martinez_disk(basis)  # type: ignore[arg-type]
     x, y, phi, th = sp.symbols("x y phi theta", real=True)
     m, R, I, J = sp.symbols("m R I J", positive=True)  # noqa: E741
     G = sp.diag(m, m, I, J)

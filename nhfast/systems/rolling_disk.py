@@ -5,11 +5,11 @@ The two papers name the disk angles oppositely:
 * Mestdag & Crampin (2010): ``q = (x, y, phi, theta)``, ``phi`` the *heading*, ``theta`` the
   *rolling* angle; mass ``M``, inertia ``I`` about the axle and ``J`` about the vertical, radius
   ``R``; frame ``X_1 = d/dphi``, ``X_2 = d/dtheta + R cos(phi) d/dx + R sin(phi) d/dy``
-  (:func:`rolling_disk_phi_heading`).
+  (``vertical_rolling_disk(convention="mestdag-crampin")``).
 * Martínez, Cortés & de León (2000), Example VII.4: ``q = (x, y, theta, phi)``, ``theta`` the
   *heading*, ``phi`` the *rolling* angle; unit mass, ``I1`` for ``theta``, ``I2`` for ``phi``;
   the constraint basis matters for the multipliers, so both the paper's *rotated* one and the
-  *cartesian* one are offered (:func:`rolling_disk_theta_heading`).
+  *cartesian* one are offered (``vertical_rolling_disk(convention="martinez")``).
 
 Multiplier signs: Mestdag & Crampin write the vakonomic Lagrangian ``L - mu_a v^a``, Martínez
 et al. ``L + lambda^i Phi_i``; for the same 1-forms ``mu_a = -lambda^a``
@@ -36,10 +36,10 @@ import sympy as sp
 from nhfast.symbolic.systems import NonholonomicSystem
 from nhfast.systems._common import with_frame
 
-__all__ = ["rolling_disk_phi_heading", "rolling_disk_theta_heading", "contact_particle"]
+__all__ = ["contact_particle"]
 
 
-def rolling_disk_phi_heading() -> NonholonomicSystem:
+def mestdag_crampin_disk() -> NonholonomicSystem:
     """Vertical rolling disk of Mestdag & Crampin (2010), ``q = (x, y, phi, theta)``.
 
     ``phi`` is the heading, ``theta`` the rolling angle.  Parameters ``(M, I, J, R)``: mass,
@@ -61,7 +61,7 @@ def rolling_disk_phi_heading() -> NonholonomicSystem:
     return with_frame(sys, frame)
 
 
-def rolling_disk_theta_heading(
+def martinez_disk(
     basis: Literal["rotated", "cartesian"] = "rotated",
 ) -> NonholonomicSystem:
     """Vertical rolling disk of Martínez, Cortés & de León (2000), Example VII.4,

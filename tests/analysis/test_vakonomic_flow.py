@@ -29,8 +29,8 @@ from nhfast.symbolic.vakonomic import vakonomic_equations, vakonomic_frame_equat
 from nhfast.systems import (
     contact_particle,
     holonomic_particle,
-    rolling_disk_theta_heading,
     two_constraint_system,
+    vertical_rolling_disk,
 )
 
 I1, I2, RAD = 0.7, 1.3, 0.5
@@ -42,7 +42,7 @@ Q0 = [0.0, 0.0, TH0, PH0]
 
 @functools.cache
 def disk() -> NonholonomicSystem:
-    return rolling_disk_theta_heading()
+    return vertical_rolling_disk(convention="martinez")
 
 
 @functools.cache
@@ -305,9 +305,7 @@ def test_particle_P12_and_chart_independence() -> None:
 def test_seed002_disk_special_section_is_nonholonomic() -> None:
     """Seed 002's disk: mu_a(002) = M xdot^a, i.e. lambda(003 sign) = -M (xdot, ydot), gives
     the NH motion (O13 / digest C2); NH from the coordinate equations (DOP853)."""
-    from nhfast.systems import rolling_disk_phi_heading
-
-    S = rolling_disk_phi_heading()
+    S = vertical_rolling_disk(convention="mestdag-crampin")
     M, I, J, R = 1.7, 0.9, 0.6, 0.4  # noqa: E741
     phi0, thd0, phd0 = 0.2, 1.1, -0.7
     q0 = [0.1, -0.2, phi0, 0.3]

@@ -31,9 +31,8 @@ from nhfast.symbolic.vakonomic.constraint_algorithm import (
 )
 from nhfast.systems import (
     contact_particle,
-    rolling_disk_phi_heading,
-    rolling_disk_theta_heading,
     two_constraint_system,
+    vertical_rolling_disk,
 )
 
 # ----------------------------------------------------------------------------- helpers ----
@@ -101,7 +100,7 @@ def _wedge(terms, coords) -> sp.Matrix:  # noqa: ANN001
 
 @functools.cache
 def _disk003():  # noqa: ANN202
-    S = rolling_disk_theta_heading()
+    S = vertical_rolling_disk(convention="martinez")
     return S, vakonomic_hamiltonian(S)
 
 
@@ -121,7 +120,7 @@ def test_omega_L_formula_rank_and_kernel_003_3() -> None:
     """003-3: omega_calL = (d_B g_AC qdot^C + lambda^i d_B mu_iA) dq^A^dq^B + mu_iA dq^A^dlambda^i
     + g_BA dq^A^dqdot^B (Section IV); rank 2n; ker = span{Z_i, d/dlambdadot^i};
     dE(Z_i) = -Phi_i, dE(d/dlambdadot) = 0; on the disk the printed V2."""
-    for S in (_t3_system(), rolling_disk_theta_heading()):
+    for S in (_t3_system(), vertical_rolling_disk(convention="martinez")):
         pf = presymplectic_form(S)
         n = S.dim
         m = S.dim - S.rank
@@ -197,7 +196,7 @@ def test_disk_sode_multiplier_accelerations_V5_003_5() -> None:
     """003-5: on S = {lambdadot = B}, D^i = Gamma(B^i) is V5:
     D_lambda = -lambda thd^2 + (R^2/I1) lambda phd^2 + (R/I1) mu lambda phd,
     D_mu = a R phd thd^2 + a mu thd^2 + (aR/I1) lambda^2 phd (exact, points of P_2)."""
-    S = rolling_disk_theta_heading()
+    S = vertical_rolling_disk(convention="martinez")
     sr = sode_multiplier_rates(S)
     eq = sr.equations
     I1, I2, R = S.params
@@ -410,7 +409,7 @@ def test_disk_multipliers_closed_form_and_pendulum_V6_V15_C4_002_17() -> None:
     sin(theta) are constant (so lambda = A sin - B cos, mu = A cos + B sin - R phidot, V6), and
     thetaddot = (R/I1)(A sin(theta) - B cos(theta)) phidot; on M_2, A = phat_x, B = phat_y and
     (I2 + R^2) phidot = phat_phi + R(A cos + B sin); h_2, phat_x, phat_y, phat_phi conserved."""
-    S = rolling_disk_theta_heading()
+    S = vertical_rolling_disk(convention="martinez")
     eq = vakonomic_equations(S, simplify=sp.cancel)
     x, y, th, ph, xd, yd, thd, phd, lam, mu = eq.states
     I1, I2, R = S.params
@@ -454,7 +453,7 @@ def test_disk_multipliers_closed_form_and_pendulum_V6_V15_C4_002_17() -> None:
 # =============================================================================== seed 002 ==
 @functools.cache
 def _disk002():  # noqa: ANN202
-    S = rolling_disk_phi_heading()
+    S = vertical_rolling_disk(convention="mestdag-crampin")
     return S, nonholonomic_coordinate_equations(S, simplify=sp.cancel)
 
 
@@ -623,7 +622,7 @@ def test_fernandez_bloch_lagrangian_O7_O8_and_erratum_E3_002_6_002_7() -> None:
 def test_frame_metric_and_schur_complement_O12_002_11() -> None:
     """002-11: frame metric of X = (d/dphi, d/dtheta + R cos d/dx + R sin d/dy, d/dx, d/dy) is O12;
     det(g_ab - g^{alpha beta} g_a alpha g_b beta) = I M^2 / (I + M R^2) != 0."""
-    S = rolling_disk_phi_heading()
+    S = vertical_rolling_disk(convention="mestdag-crampin")
     M, I, J, R = S.params  # noqa: E741
     phi = S.q[2]
     s, c = sp.sin(phi), sp.cos(phi)
@@ -643,7 +642,7 @@ def test_wrong_section_residuals_EL_alpha_EL_a_002_13() -> None:
     Ltilde = L - Phi_a v^a on the NH motions, in the frame, are EL_alpha = -phi_a R^a_{alpha beta}
     v^beta and EL_a = lambda_a - Gamma(phi_a) - phi_b R^b_{a alpha} v^alpha (R^x_12 = -R sin,
     R^y_12 = R cos, R^b_{a alpha} = 0, Gamma = 0, lambda = (-M R sin, M R cos) phidot thetadot)."""
-    S = rolling_disk_phi_heading()
+    S = vertical_rolling_disk(convention="mestdag-crampin")
     M, I, J, R = S.params  # noqa: E741
     phi = S.q[2]
     s, c = sp.sin(phi), sp.cos(phi)
@@ -700,7 +699,7 @@ def test_four_nonholonomic_routes_agree_C3_002_16() -> None:
     route3 = [e.subs(on_C) for e in H.LUsolve(rhs)]
     assert all(_is0(a - b) for a, b in zip(route3, route1, strict=True))
     # route 4: seed 003 with (A, B) = (0, 0), M = 1, J = I1, I = I2
-    S3 = rolling_disk_theta_heading()
+    S3 = vertical_rolling_disk(convention="martinez")
     e3 = vakonomic_equations(S3, simplify=sp.cancel)
     X, Y, TH, PH, XD, YD, THD, PHD, LAM, MU = e3.states
     I1, I2, R3 = S3.params

@@ -25,14 +25,13 @@ from nhfast.symbolic.vakonomic import (
 from nhfast.systems import (
     contact_particle,
     holonomic_particle,
-    rolling_disk_phi_heading,
-    rolling_disk_theta_heading,
+    vertical_rolling_disk,
 )
 
 
 @functools.cache
 def disk():  # noqa: ANN201
-    S = rolling_disk_theta_heading()
+    S = vertical_rolling_disk(convention="martinez")
     return S, vakonomic_hamiltonian(S)
 
 
@@ -372,7 +371,7 @@ def test_particle_charts_agree_P9_P10_P11_P13() -> None:
 
 def test_seed002_disk_through_the_algorithm() -> None:
     """Seed 002's disk (heading phi, mass M) also stops at step 2; D = W g^-1 W^T."""
-    S = rolling_disk_phi_heading()
+    S = vertical_rolling_disk(convention="mestdag-crampin")
     vh = vakonomic_hamiltonian(S)
     M, I, J, R = S.params  # noqa: E741
     phi = S.q[2]

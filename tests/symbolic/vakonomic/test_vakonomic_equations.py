@@ -26,9 +26,8 @@ from nhfast.systems import (
     contact_particle,
     holonomic_particle,
     nonholonomic_particle,
-    rolling_disk_phi_heading,
-    rolling_disk_theta_heading,
     two_constraint_system,
+    vertical_rolling_disk,
 )
 
 
@@ -44,8 +43,8 @@ def _vak(name: str, solve: str = "auto"):  # noqa: ANN202
 
 
 _SYSTEMS = {
-    "disk003": functools.cache(rolling_disk_theta_heading),
-    "disk002": functools.cache(rolling_disk_phi_heading),
+    "disk003": functools.cache(lambda: vertical_rolling_disk(convention="martinez")),
+    "disk002": functools.cache(lambda: vertical_rolling_disk(convention="mestdag-crampin")),
     "t3": t3_system,
     "particle_x": functools.cache(lambda: contact_particle("x")),
 }
@@ -71,7 +70,7 @@ def _on_P2(S: NonholonomicSystem, qd: list, seed: int, extra: list) -> dict:
 # --------------------------------------------------------------------- seed 003 disk ----
 def test_disk003_rates_match_seed_003_V3_V4() -> None:
     """(14)/(15) on the disk: B_lambda = R thd phd + mu thd, B_mu = a lambda thd, C as V4."""
-    S = rolling_disk_theta_heading()
+    S = vertical_rolling_disk(convention="martinez")
     eq = _vak("disk003")
     x, y, th, ph, xd, yd, thd, phd, lam, mu = eq.states
     I1, I2, R = S.params
@@ -97,7 +96,7 @@ def test_disk003_special_multipliers_give_nonholonomic_field() -> None:
     """V7: lambda = 0, mu = -R phidot ((A, B) = (0, 0)) gives the NH accelerations."""
     eq = _vak("disk003")
     x, y, th, ph, xd, yd, thd, phd, lam, mu = eq.states
-    R = rolling_disk_theta_heading().params[2]
+    R = vertical_rolling_disk(convention="martinez").params[2]
     sub = {xd: R * sp.cos(th) * phd, yd: R * sp.sin(th) * phd, lam: 0, mu: -R * phd}
     got = [e.subs(sub) for e in eq.rhs[4:8]]
     nh = [-R * phd * thd * sp.sin(th), R * phd * thd * sp.cos(th), 0, 0]
@@ -157,7 +156,7 @@ def test_linear_solve_mode_agrees_with_symbolic() -> None:
 def test_disk002_frame_form_matches_O13() -> None:
     """Seed 002 O13: phi'' = R thd (-mu1 sin + mu2 cos) / J and
     theta'' = R phd (mu1 sin - mu2 cos) / (I + M R^2)."""
-    S = rolling_disk_phi_heading()
+    S = vertical_rolling_disk(convention="mestdag-crampin")
     fe = vakonomic_frame_equations(S)
     x, y, phi, th, v1, v2, mu1, mu2 = fe.equations.states
     M, I, J, R = S.params  # noqa: E741
@@ -228,7 +227,7 @@ def test_frame_multiplier_map_is_the_coframe() -> None:
 # --------------------------------------------------------------- NH baseline, flags ----
 def test_nonholonomic_coordinate_equations_disk002_O1() -> None:
     """O1: theta'' = phi'' = 0 and reactions lambda_1 = -M R sin(phi) thd phd, lambda_2 = +cos."""
-    S = rolling_disk_phi_heading()
+    S = vertical_rolling_disk(convention="mestdag-crampin")
     eq = nonholonomic_coordinate_equations(S)
     x, y, phi, th, xd, yd, phd, thd = eq.states
     M, I, J, R = S.params  # noqa: E741
@@ -242,7 +241,7 @@ def test_nonholonomic_coordinate_equations_disk002_O1() -> None:
 def test_integrability_flag() -> None:
     assert is_integrable(holonomic_particle())
     assert not is_integrable(nonholonomic_particle())
-    assert not is_integrable(rolling_disk_phi_heading())
+    assert not is_integrable(vertical_rolling_disk(convention="mestdag-crampin"))
 
 
 def test_one_forms_from_a_frame_annihilate_it() -> None:
@@ -262,10 +261,12 @@ def test_bad_input() -> None:
     with pytest.raises(TypeError, match="system must be a NonholonomicSystem"):
         vakonomic_equations("disk")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="solve must be"):
-        vakonomic_equations(rolling_disk_theta_heading(), solve="fast")  # type: ignore[arg-type]
+        vakonomic_equations(vertical_rolling_disk(convention="martinez"), solve="fast")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="complement must be 4 x 2"):
-        vakonomic_frame_equations(rolling_disk_theta_heading(), complement=sp.eye(4))
-    S = rolling_disk_theta_heading()
+        vakonomic_frame_equations(
+            vertical_rolling_disk(convention="martinez"), complement=sp.eye(4)
+        )
+    S = vertical_rolling_disk(convention="martinez")
     with pytest.raises(ValueError, match="complement: frame of D and complement"):
         vakonomic_frame_equations(S, complement=S.frame)
     fe = vakonomic_frame_equations(S)
