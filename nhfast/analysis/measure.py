@@ -41,8 +41,9 @@ accepts :class:`LogTerm` objects (or observable names) in its basis and fits the
 For a :class:`~nhfast.structured_field.StructuredVectorField` without a ``divergence`` output the
 divergence is generated from the program (:func:`nhfast.codegen.differentiate.with_divergence`);
 the Jacobian lanes integrate the forward-mode variational program
-(:func:`nhfast.codegen.differentiate.jvp_program`), ``n_state`` lanes per trajectory, instead of
-unrolled SymPy variational equations.
+(:func:`nhfast.codegen.differentiate.jvp_program` with ``n_state`` tangent columns: one lane per
+trajectory, the columns stepping with their base), instead of unrolled SymPy variational
+equations.
 
 Constraint manifolds
 --------------------
@@ -53,7 +54,8 @@ conserved off the manifold too), ``L_X dF = 0`` and ``dx = sigma ^ dF`` with ``s
 Gelfand-Leray form of the level sets, so the ambient defect along a trajectory on the manifold is
 the defect of ``rho sigma`` on the manifold.  ``sigma`` is the Liouville volume of the level set
 up to the factor ``|det {F_i, F_j}|^(1/2)`` (a constant, ``|gamma|^2 = 1``, for ``T*S^{n-1}``).
-:func:`flow_map_determinant` measures the flow on the manifold directly (see there).
+:func:`flow_map_determinant` measures the flow on the manifold directly, with an error
+estimate (see there).
 
 Reference: García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems
 revisited".
@@ -1432,7 +1434,8 @@ def check_measure(
         ``rtol`` as documented in the module docstring.
     n_jacobian : int
         Trajectories (the first ones) that also get the variational equations (0 to skip;
-        :func:`flow_jacobian`: ``n_state`` forward-mode lanes each for a structured field).
+        :func:`flow_jacobian`: for a structured field one forward-mode lane each, with
+        ``n_state`` tangent columns).
     safety : float
         Factor of the threshold rule (>= 1).
     name : str, optional
