@@ -82,6 +82,7 @@ from nhfast.analysis.sampling import (
     state_rows,
 )
 from nhfast.analysis.tangents import (
+    check_domain,
     column_split,
     tangent_field,
     tangent_initial,
@@ -741,7 +742,10 @@ def flow_jacobian(
     ------
     TypeError, ValueError
         Bad ``system``, ``x0``, ``t``, ``params``, ``h`` (not a positive finite number) or
-        ``columns`` (not a positive int); the integrator's errors as for ``integrate``.
+        ``columns`` (not a positive int).
+    IntegrationError
+        As for :func:`~nhfast.integrate.integrate`; for a trajectory that leaves the field's
+        domain (its conditions checked at the output rows), naming the condition.
     NotImplementedError
         For a structured program with statements without a tangent rule.
 
@@ -769,8 +773,11 @@ def flow_jacobian(
         k = x0.shape[0]
         p = np.repeat(par, lanes, axis=0) if vf.n_params else None
         y0 = tangent_initial(x0, m, lanes)
-        res = integrate(tangent_field(vf, m), y0, times, params=p, observables=False, **kw)
-        return tangent_split(res.y, k, n, m)
+        field = tangent_field(vf, m)
+        res = integrate(field, y0, times, params=p, observables=False, watch_domain=False, **kw)
+        x, M = tangent_split(res.y, k, n, m)
+        check_domain(vf, x, times, par)
+        return x, M
     if columns is not None:
         column_split(n, columns)  # validated; a plain field always runs in one lane
     var, init, split = variational_field(vf)

@@ -10,15 +10,22 @@ column sees the same steps and the same base states.  ``m = n_state`` (the defau
 ``m`` splits it into ``ceil(n_state / m)`` lanes per trajectory (balanced: every lane gets the
 same number of columns, the last padded with zero columns), which step together only for
 fixed-step methods.
+
+The tangent field is integrated without its own domain watch (which would compile its whole
+right-hand side a second time, for the event library): :func:`check_domain` evaluates the
+base field's domain conditions at the output rows, as ``integrate`` does for these methods.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from nhfast._abi import LANE
 from nhfast._cache import memo
 from nhfast._validate import positive_int
 from nhfast.codegen.differentiate import jvp_program
+from nhfast.codegen.numpy_backend import numpy_rows
+from nhfast.errors import IntegrationError
 from nhfast.structured_field import StructuredVectorField
 
 __all__: list[str] = []
@@ -90,3 +97,38 @@ def tangent_split(y: np.ndarray, k: int, n: int, m: int) -> tuple[np.ndarray, np
     cols = y[..., n:].reshape(k, lanes, nt, m, n)  # (k, lane, t, slot, state)
     cols = np.transpose(cols, (0, 2, 1, 3, 4)).reshape(k, nt, lanes * m, n)[:, :, :n]
     return y[:, 0, :, :n], np.swapaxes(cols, -1, -2)
+
+
+def check_domain(
+    vf: StructuredVectorField, x: np.ndarray, times: np.ndarray, par: np.ndarray
+) -> None:
+    """Raise where a base trajectory ``x`` (k, n_t, n_state) has an output row outside the
+    domain of ``vf`` (a condition ``expr > 0`` fails).
+
+    Raises
+    ------
+    IntegrationError
+        Naming the first such trajectory, the condition and the output time; ``status``
+        ``left_domain`` for those trajectories.
+    """
+    if not vf.domain:
+        return
+    k, nt, n = x.shape
+    names = list(vf.domain)
+    rows = numpy_rows([*vf.states, *vf.params], list(vf.domain.values()))
+    pr = np.repeat(par, nt, axis=0) if vf.n_params else np.zeros((k * nt, 0))
+    vals = np.asarray(rows(x.reshape(k * nt, n), pr)).reshape(k, nt, len(names))
+    outside = ~np.all(vals > 0, axis=2)
+    hit = np.flatnonzero(outside.any(axis=1))
+    if not hit.size:
+        return
+    j = int(hit[0])
+    i = int(np.argmax(outside[j]))
+    c = int(np.argmax(~(vals[j, i] > 0)))
+    status = np.where(outside.any(axis=1), LANE["left_domain"], LANE["ok"]).astype(np.int32)
+    raise IntegrationError(
+        f"{hit.size} of {k} trajectories left the domain of {vf.name!r}; first: #{j}: "
+        f"domain[{names[c]!r}] ({vf.domain[names[c]]} > 0) is {vals[j, i, c]:.3g} at the "
+        f"output time t = {times[i]:.6g}",
+        status,
+    )

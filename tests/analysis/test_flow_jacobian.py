@@ -18,6 +18,7 @@ from scipy.integrate import solve_ivp
 from scipy.linalg import expm
 
 import nhfast.analysis as nha
+from nhfast._abi import LANE
 from nhfast.analysis import flow_jacobian, flow_map_determinant
 from nhfast.analysis.measure import LogTerm, manifold_log_det
 from nhfast.analysis.tangents import column_split, tangent_initial, tangent_split
@@ -208,3 +209,23 @@ def test_bad_arguments_raise(linear):
         flow_map_determinant(linear, x0, 1.0, [1.0], step=1e-4, route="variational")
     with pytest.raises(ValueError, match="h is required"):
         flow_map_determinant(linear, x0, 1.0, [1.0], method="rk4")
+
+
+def test_leaving_the_domain_raises_naming_the_condition():
+    """The tangent field is integrated without its own watch; the base field's domain is
+    checked at the output rows (a rotation leaves {s > 0} at t = pi / 2)."""
+    from nhfast.codegen.indexed import IndexedProgram
+    from nhfast.errors import IntegrationError
+    from nhfast.structured_field import StructuredVectorField
+
+    prog = IndexedProgram(2)
+    s = prog.state_scalar("s")
+    u = prog.state_scalar("u")
+    prog.output("rhs", [-u, s])
+    vf = StructuredVectorField(prog, name="rotation_flowjac", domain={"s > 0": s})
+    x, M = flow_jacobian(vf, [[1.0, 0.0]], [0.0, 1.0, 1.5], rtol=1e-12, atol=1e-14)
+    c, d = np.cos(1.5), np.sin(1.5)
+    np.testing.assert_allclose(M[0, -1], [[c, -d], [d, c]], rtol=0, atol=1e-11)
+    with pytest.raises(IntegrationError, match=r"domain\['s > 0'\].*t = 2") as err:
+        flow_jacobian(vf, [[1.0, 0.0], [0.5, 0.0]], [0.0, 1.0, 2.0], rtol=1e-12, atol=1e-14)
+    assert err.value.status.tolist() == [LANE["left_domain"]] * 2
