@@ -41,9 +41,8 @@ accepts :class:`LogTerm` objects (or observable names) in its basis and fits the
 For a :class:`~nhfast.structured_field.StructuredVectorField` without a ``divergence`` output the
 divergence is generated from the program (:func:`nhfast.codegen.differentiate.with_divergence`);
 the Jacobian lanes integrate the forward-mode variational program
-(:func:`nhfast.codegen.differentiate.jvp_program` with ``n_state`` tangent columns: one lane per
-trajectory, the columns stepping with their base), instead of unrolled SymPy variational
-equations.
+(:func:`nhfast.codegen.differentiate.jvp_program`; the tangent columns step with their base,
+see :mod:`nhfast.analysis.tangents`), instead of unrolled SymPy variational equations.
 
 Constraint manifolds
 --------------------
@@ -700,14 +699,16 @@ def flow_jacobian(
 ) -> tuple[np.ndarray, np.ndarray]:
     """States and flow-map Jacobians ``DPhi_t(x0)`` from the variational equations.
 
-    One lane per trajectory carries the base state ``x`` and the tangent columns ``M`` of
-    ``M' = DX(x) M``, ``M(0) = I``, so that the columns step with their base (one error norm
-    over ``(x, M)``): ``det DPhi_t`` is then as accurate as the integration.  A
+    The tangent columns of ``M' = DX(x) M``, ``M(0) = I``, step with their base state, so that
+    ``det DPhi_t`` is as accurate as the integration.  A
     :class:`~nhfast.structured_field.StructuredVectorField` integrates the forward-mode program
-    :func:`nhfast.codegen.differentiate.jvp_program` with ``columns`` tangent columns per lane
-    (``O(n)`` work per column, no SymPy; the augmented field is built once per field and
-    number of columns and cached on the field); any other field the variational field of
-    :func:`variational_field` (SymPy), always one lane.
+    :func:`nhfast.codegen.differentiate.jvp_program` (``O(n)`` work per column, no SymPy; built
+    once per field and number of columns, cached on the field), ``columns`` tangent columns
+    per lane: by default one per lane, scaled so that every lane of a trajectory takes the
+    base state's steps (bit-identical base states; :mod:`nhfast.analysis.tangents`), or all
+    ``n_state`` in one lane, their error controlled with the base's.  Any other field
+    integrates the variational field of :func:`variational_field` (SymPy), one lane per
+    trajectory.
 
     Parameters
     ----------
@@ -725,11 +726,11 @@ def flow_jacobian(
         Step size of the fixed-step methods (required there, e.g. ``method="rk4"``); initial
         step of the adaptive ones.
     columns : int, optional
-        Structured fields only: at most this many tangent columns per lane (default: all
-        ``n_state``, one lane per trajectory).  Fewer columns split the Jacobian over
-        ``ceil(n_state / columns)`` lanes per trajectory (a smaller kernel to compile); their
-        adaptive steps then differ from lane to lane (the base states in the lanes agree only
-        to the tolerance), with fixed-step methods they coincide.
+        Structured fields only: at most this many tangent columns per lane (default one).
+        With several lanes per trajectory (``columns < n_state``) the columns are left out of
+        the step-size control (which needs ``atol`` far above ``2^-200 |M|``); with
+        ``columns >= n_state`` one lane carries them all under the control (the most accurate
+        Jacobian, but slower to compile and to run).
 
     Returns
     -------
@@ -1077,7 +1078,7 @@ def _has_variational(vf: VectorField) -> bool:
     if not isinstance(vf, StructuredVectorField):
         return True
     try:
-        tangent_field(vf, vf.n_state)
+        tangent_field(vf, column_split(vf.n_state, None)[0])
     except NotImplementedError:
         return False
     return True
@@ -1441,8 +1442,8 @@ def check_measure(
         ``rtol`` as documented in the module docstring.
     n_jacobian : int
         Trajectories (the first ones) that also get the variational equations (0 to skip;
-        :func:`flow_jacobian`: for a structured field one forward-mode lane each, with
-        ``n_state`` tangent columns).
+        :func:`flow_jacobian`: for a structured field ``n_state`` forward-mode lanes each,
+        stepping together).
     safety : float
         Factor of the threshold rule (>= 1).
     name : str, optional

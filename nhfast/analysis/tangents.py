@@ -1,15 +1,22 @@
-"""Tangent lanes of a structured field: a base state and tangent columns in one lane.
+"""Tangent lanes of a structured field: tangent columns that step with their base state.
 
 The variational equations ``M' = DX(x) M`` of a
 :class:`~nhfast.structured_field.StructuredVectorField` are integrated in lanes that each carry
 the base state ``x`` and ``m`` tangent columns (the forward-mode program
-:func:`nhfast.codegen.differentiate.jvp_program` with ``columns = m``), so that the columns
-step with their base: an adaptive integrator controls one error norm over ``(x, M)`` and every
-column sees the same steps and the same base states.  ``m = n_state`` (the default of
-:func:`nhfast.analysis.measure.flow_jacobian`) puts the whole Jacobian in one lane; smaller
-``m`` splits it into ``ceil(n_state / m)`` lanes per trajectory (balanced: every lane gets the
-same number of columns, the last padded with zero columns), which step together only for
-fixed-step methods.
+:func:`nhfast.codegen.differentiate.jvp_program` with ``columns = m``); a trajectory's Jacobian
+spans ``ceil(n_state / m)`` lanes (balanced: every lane gets the same number of columns, the
+last padded with zero columns).  Every column steps with its base state, in one of two ways:
+
+* several lanes per trajectory (the default, ``m = 1``): the tangent columns are scaled by
+  :data:`TANGENT_SCALE` (``2^-200``, a power of two: scaling and unscaling are exact, and the
+  variational equations are linear in them).  Their entries are then far below ``atol``, so
+  the step-size control of every lane sees the base state only: all lanes of a trajectory take
+  the same steps and hold bit-identical base states, and the columns keep the SIMD width of
+  many lanes and the small kernel of one column.  Their error is not controlled by itself,
+  only through the base's steps.
+* one lane per trajectory (``m = n_state``): the columns are not scaled and the step-size
+  control covers ``(x, M)``; the generated code, and its compile time, grow with ``m``, and
+  one lane per trajectory leaves the SIMD lanes of the kernels idle.
 
 The tangent field is integrated without its own domain watch (which would compile its whole
 right-hand side a second time, for the event library): :func:`check_domain` evaluates the
@@ -31,6 +38,11 @@ from nhfast.structured_field import StructuredVectorField
 __all__: list[str] = []
 
 
+#: Factor of the tangent columns when a trajectory spans several lanes (see the module
+#: docstring): ``2^-200``, so that ``TANGENT_SCALE |M|`` stays far below any usable ``atol``.
+TANGENT_SCALE = 2.0**-200
+
+
 def column_split(n: int, columns: int | None) -> tuple[int, int]:
     """``(m, lanes)``: tangent columns per lane and lanes per trajectory for ``n`` columns.
 
@@ -39,16 +51,15 @@ def column_split(n: int, columns: int | None) -> tuple[int, int]:
     n : int
         Number of columns (``n_state``).
     columns : int or None
-        At most this many columns per lane (None: all ``n``).
+        At most this many columns per lane (None: one).
 
     Raises
     ------
     ValueError
         If ``columns`` is not a positive int.
     """
-    if columns is None:
-        return n, 1
-    lanes = -(-n // min(positive_int(columns, "columns"), n))
+    cap = 1 if columns is None else positive_int(columns, "columns")
+    lanes = -(-n // min(cap, n))
     return -(-n // lanes), lanes
 
 
@@ -73,29 +84,33 @@ def tangent_field(vf: StructuredVectorField, m: int) -> StructuredVectorField:
 
 
 def tangent_initial(x0: np.ndarray, m: int, lanes: int) -> np.ndarray:
-    """Initial lanes ``(x0, e_j ..)``: shape ``(k lanes, n + m n)``, trajectory-major."""
+    """Initial lanes ``(x0, e_j ..)``: shape ``(k lanes, n + m n)``, trajectory-major; the
+    tangents scaled by :data:`TANGENT_SCALE` when ``lanes > 1``."""
     k, n = x0.shape
     eye = np.zeros((lanes * m, n))
-    eye[:n] = np.eye(n)  # column j of the identity in lane j // m, slot j % m
+    eye[:n] = np.eye(n) * (TANGENT_SCALE if lanes > 1 else 1.0)  # column j: lane j // m
     cols = eye.reshape(lanes, m * n)
     return np.concatenate([np.repeat(x0, lanes, axis=0), np.tile(cols, (k, 1))], axis=1)
 
 
 def tangent_split(y: np.ndarray, k: int, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(x, M)`` from integrated lanes ``y`` of shape ``(k lanes, n_t, n + m n)``.
+    """``(x, M)`` from integrated lanes ``y`` of shape ``(k lanes, n_t, n + m n)`` started
+    by :func:`tangent_initial`.
 
     Returns
     -------
     x : ndarray, shape (k, n_t, n)
         The base states of the first lane of each trajectory.
     M : ndarray, shape (k, n_t, n, n)
-        ``M[..., :, j]``: tangent column ``j``.
+        ``M[..., :, j]``: tangent column ``j`` (unscaled).
     """
     lanes = y.shape[0] // k
     nt = y.shape[1]
     y = y.reshape(k, lanes, nt, n + m * n)
     cols = y[..., n:].reshape(k, lanes, nt, m, n)  # (k, lane, t, slot, state)
     cols = np.transpose(cols, (0, 2, 1, 3, 4)).reshape(k, nt, lanes * m, n)[:, :, :n]
+    if lanes > 1:
+        cols = cols / TANGENT_SCALE
     return y[:, 0, :, :n], np.swapaxes(cols, -1, -2)
 
 
