@@ -875,10 +875,9 @@ class FlowMapDeterminant:
         trajectory: for the differences, the Richardson estimate (see
         :func:`flow_map_determinant`) plus ``n_state rtol ||DPhi_t||_2`` (the integration
         error of the flow, the same at every step); for the variational route, the change
-        from a second
-        run at ten times the tolerances (fixed-step methods: twice the step); both plus
-        the roundoff ``100 eps (1 + |log_det| + ||DPhi_t||_2)`` (perturbations, roundoff
-        among them, grow by at most ``||DPhi_t||_2``).
+        from a second run at ten times the tolerances (fixed-step methods: twice the step);
+        both plus the roundoff ``100 eps (1 + |log_det| + ||DPhi_t||_2)`` (perturbations,
+        roundoff among them, grow by at most ``||DPhi_t||_2``).
     route : str
         ``"variational"`` or ``"differences"``.
     """
@@ -916,8 +915,7 @@ def _variational_route(
     x, M = flow_jacobian(vf, x0, times, par, **kw)
     _, M2 = flow_jacobian(vf, x0, times, par, **check)
     try:
-        opts = {k: v for k, v in kw.items() if k != "columns"}
-        _, ell = liouville_integral(vf, x0, times, par if vf.n_params else None, **opts)
+        _, ell = liouville_integral(vf, x0, times, par if vf.n_params else None, **kw)
         ell = ell[:, -1]
     except NotImplementedError:
         ell = np.full(x0.shape[0], np.nan)
