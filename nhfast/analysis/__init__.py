@@ -6,7 +6,8 @@ Submodules, each with one job:
   constraint manifold and inside the chart.
 * :mod:`~nhfast.analysis.measure` -- ``check_measure``: the defect
   ``log rho(x(t)) + ell(t) - log rho(x(0))`` along trajectories, with flow-map determinants
-  (``flow_map_determinant``: finite differences of the flow, on a constraint manifold);
+  (``flow_jacobian``: the variational equations, tangent columns stepping with their base;
+  ``flow_map_determinant``: on a constraint manifold, with an error estimate);
   candidate densities as structured expressions (``LogTerm``, ``LogDensity``).
 * :mod:`~nhfast.analysis.density` -- ``discover_density``: fit sigma from ``X[sigma] = -div X``
   (SymPy basis functions or structured ``LogTerm`` candidates).
@@ -32,6 +33,7 @@ _LAZY = {
     "check_measure": "measure",
     "LogTerm": "measure",
     "LogDensity": "measure",
+    "flow_jacobian": "measure",
     "flow_map_determinant": "measure",
     "FlowMapDeterminant": "measure",
     "discover_density": "density",
@@ -60,6 +62,7 @@ __all__ = [
     "Check",
     "Report",
     "check_measure",
+    "flow_jacobian",
     "flow_map_determinant",
     "FlowMapDeterminant",
     "discover_density",

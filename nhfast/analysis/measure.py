@@ -41,8 +41,8 @@ accepts :class:`LogTerm` objects (or observable names) in its basis and fits the
 For a :class:`~nhfast.structured_field.StructuredVectorField` without a ``divergence`` output the
 divergence is generated from the program (:func:`nhfast.codegen.differentiate.with_divergence`);
 the Jacobian lanes integrate the forward-mode variational program
-(:func:`nhfast.codegen.differentiate.jvp_program`), ``n_state`` lanes per trajectory, instead of
-unrolled SymPy variational equations.
+(:func:`nhfast.codegen.differentiate.jvp_program`; the tangent columns step with their base,
+see :mod:`nhfast.analysis.tangents`), instead of unrolled SymPy variational equations.
 
 Constraint manifolds
 --------------------
@@ -53,7 +53,8 @@ conserved off the manifold too), ``L_X dF = 0`` and ``dx = sigma ^ dF`` with ``s
 Gelfand-Leray form of the level sets, so the ambient defect along a trajectory on the manifold is
 the defect of ``rho sigma`` on the manifold.  ``sigma`` is the Liouville volume of the level set
 up to the factor ``|det {F_i, F_j}|^(1/2)`` (a constant, ``|gamma|^2 = 1``, for ``T*S^{n-1}``).
-:func:`flow_map_determinant` measures the flow on the manifold directly (see there).
+:func:`flow_map_determinant` measures the flow on the manifold directly, with an error
+estimate (see there).
 
 Reference: García-Naranjo & Marrero (2020), "The geometry of nonholonomic Chaplygin systems
 revisited".
@@ -79,15 +80,23 @@ from nhfast.analysis.sampling import (
     on_manifold,
     state_rows,
 )
+from nhfast.analysis.tangents import (
+    check_domain,
+    column_split,
+    tangent_field,
+    tangent_initial,
+    tangent_split,
+)
 from nhfast.codegen.differentiate import jvp_program, with_divergence
 from nhfast.codegen.numpy_backend import numpy_rows
-from nhfast.integrate import integrate
+from nhfast.integrate import ADAPTIVE, integrate
 from nhfast.structured_field import StructuredVectorField
 from nhfast.vectorfield import VectorField
 
 __all__ = [
     "FlowMapDeterminant",
     "check_measure",
+    "flow_jacobian",
     "flow_map_determinant",
 ]
 
@@ -684,14 +693,22 @@ def flow_jacobian(
     method: str = "dop853",
     rtol: float = 1e-10,
     atol: float = 1e-12,
+    h: float | None = None,
+    columns: int | None = None,
     threads: int = 1,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """States and flow-map Jacobians ``DPhi_t`` from the variational equations ``M' = DX M``.
+    """States and flow-map Jacobians ``DPhi_t(x0)`` from the variational equations.
 
-    A :class:`~nhfast.structured_field.StructuredVectorField` integrates the forward-mode
-    program :func:`nhfast.codegen.differentiate.jvp_program` with ``n_state`` lanes per
-    trajectory (tangent ``e_j`` in lane ``j``: ``O(n)`` work per lane, no SymPy); any other
-    field the variational field of :func:`variational_field`.
+    The tangent columns of ``M' = DX(x) M``, ``M(0) = I``, step with their base state, so that
+    ``det DPhi_t`` is as accurate as the integration.  A
+    :class:`~nhfast.structured_field.StructuredVectorField` integrates the forward-mode program
+    :func:`nhfast.codegen.differentiate.jvp_program` (``O(n)`` work per column, no SymPy; built
+    once per field and number of columns, cached on the field), ``columns`` tangent columns
+    per lane: by default one per lane, scaled so that every lane of a trajectory takes the
+    base state's steps (bit-identical base states; :mod:`nhfast.analysis.tangents`), or all
+    ``n_state`` in one lane, their error controlled with the base's.  Any other field
+    integrates the variational field of :func:`variational_field` (SymPy), one lane per
+    trajectory.
 
     Parameters
     ----------
@@ -699,36 +716,71 @@ def flow_jacobian(
         A ``VectorField`` (or anything :func:`~nhfast.analysis.sampling.as_vector_field`
         converts).
     x0 : array_like, shape (k, n_state)
+        Initial states (validated: finite, in the domain, on the constraint manifold).
     t : float or array_like
-        Final time (51 output times) or increasing output times.
-    params : array_like, optional
+        Final time (51 output times on ``[0, t]``) or increasing output times.
+    params : array_like, shape (n_params,) or (k, n_params), optional
     method, rtol, atol, threads
         As for :func:`nhfast.integrate.integrate`.
+    h : float, optional
+        Step size of the fixed-step methods (required there, e.g. ``method="rk4"``); initial
+        step of the adaptive ones.
+    columns : int, optional
+        Structured fields only: at most this many tangent columns per lane (default one).
+        With several lanes per trajectory (``columns < n_state``) the columns are left out of
+        the step-size control (which needs ``atol`` far above ``2^-200 |M|``); with
+        ``columns >= n_state`` one lane carries them all under the control (the most accurate
+        Jacobian, but slower to compile and to run).
 
     Returns
     -------
     x : ndarray, shape (k, n_t, n_state)
+        The trajectories.
     M : ndarray, shape (k, n_t, n_state, n_state)
+        ``DPhi_t(x0)`` at the output times (``M[:, 0]`` is the identity).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad ``system``, ``x0``, ``t``, ``params``, ``h`` (not a positive finite number) or
+        ``columns`` (not a positive int).
+    IntegrationError
+        As for :func:`~nhfast.integrate.integrate`; for a trajectory that leaves the field's
+        domain (its conditions checked at the output rows), naming the condition.
+    NotImplementedError
+        For a structured program with statements without a tangent rule.
+
+    Examples
+    --------
+    >>> import numpy as np, sympy as sp
+    >>> from nhfast import VectorField
+    >>> from nhfast.analysis import flow_jacobian
+    >>> u, v = sp.symbols("u v")
+    >>> vf = VectorField([u, v], [v, -u])
+    >>> x, M = flow_jacobian(vf, [[1.0, 0.0]], [0.0, np.pi / 2], rtol=1e-12)
+    >>> np.round(M[0, -1], 8) + 0.0
+    array([[ 0.,  1.],
+           [-1.,  0.]])
     """
     vf = as_vector_field(system)
     x0, par = validate_states(vf, x0, params, "x0")
     times = _times(t)
-    kw = dict(method=method, rtol=rtol, atol=atol, threads=threads)
+    if h is not None:
+        h = positive(h, "h")
+    kw = dict(method=method, rtol=rtol, atol=atol, h=h, threads=threads)
     n = vf.n_state
     if isinstance(vf, StructuredVectorField):
-        jf = memo(
-            vf,
-            "jvp field",
-            lambda: StructuredVectorField(
-                jvp_program(vf.program, "rhs"), name=f"{vf.name}_jvp", domain=vf.domain or None
-            ),
-        )
+        m, lanes = column_split(n, columns)
         k = x0.shape[0]
-        y0 = np.concatenate([np.repeat(x0, n, axis=0), np.tile(np.eye(n), (k, 1))], axis=1)
-        p = np.repeat(par, n, axis=0) if vf.n_params else None
-        res = integrate(jf, y0, times, params=p, observables=False, **kw)
-        y = res.y.reshape(k, n, times.size, 2 * n)
-        return y[:, 0, :, :n], np.transpose(y[..., n:], (0, 2, 3, 1))
+        p = np.repeat(par, lanes, axis=0) if vf.n_params else None
+        y0 = tangent_initial(x0, m, lanes)
+        field = tangent_field(vf, m)
+        res = integrate(field, y0, times, params=p, observables=False, watch_domain=False, **kw)
+        x, M = tangent_split(res.y, k, n, m)
+        check_domain(vf, x, times, par)
+        return x, M
+    if columns is not None:
+        column_split(n, columns)  # validated; a plain field always runs in one lane
     var, init, split = variational_field(vf)
     res = integrate(var, init(x0), times, params=par if vf.n_params else None, **kw)
     x, M = split(res.y)
@@ -812,11 +864,22 @@ class FlowMapDeterminant:
     defect : ndarray or None
         ``log det DPhi_t + log rho(x_t) - log rho(x_0)`` for the given density (zero for an
         invariant one: ``rho(x_t) det DPhi_t = rho(x_0)``).
-    step : float
-        Relative finite-difference step.
+    step : ndarray, shape (k,)
+        Relative finite-difference step ``h / (1 + |x_0|)`` of the extrapolated value (the
+        smaller of its two steps), per trajectory; NaN for the variational route.
     ell : ndarray, shape (k,)
         Liouville's integral ``int_0^t div X`` along the unperturbed trajectories (NaN when
         the divergence is not generated); ``ambient_log_det - ell`` tests the pair.
+    error : ndarray, shape (k,)
+        Estimated error of ``log_det`` (and of ``ambient_log_det`` and ``defect``), per
+        trajectory: for the differences, the Richardson estimate (see
+        :func:`flow_map_determinant`) plus ``n_state rtol ||DPhi_t||_2`` (the integration
+        error of the flow, the same at every step); for the variational route, the change
+        from a second run at ten times the tolerances (fixed-step methods: twice the step);
+        both plus the roundoff ``100 eps (1 + |log_det| + ||DPhi_t||_2)`` (perturbations,
+        roundoff among them, grow by at most ``||DPhi_t||_2``).
+    route : str
+        ``"variational"`` or ``"differences"``.
     """
 
     t: float
@@ -826,8 +889,66 @@ class FlowMapDeterminant:
     ambient_log_det: np.ndarray
     transverse: np.ndarray
     defect: np.ndarray | None
-    step: float
+    step: np.ndarray
     ell: np.ndarray
+    error: np.ndarray
+    route: str
+
+
+#: Relative steps of the automatic difference ladder (halving from the first).
+AUTO_STEPS = tuple(1e-3 / 2**j for j in range(7))
+
+
+def _variational_route(
+    vf: VectorField, x0: np.ndarray, T: float, par: np.ndarray, kw: dict[str, Any]
+) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+    """``(x_T, [M_T, M_T of the check run], ell_T)``: :func:`flow_jacobian` at ``kw`` and at
+    ten times the tolerances (fixed-step methods: twice the step)."""
+    times = np.array([0.0, T])
+    fixed = kw["method"] not in ADAPTIVE or (kw["method"] == "taylor" and kw["h"] is not None)
+    if fixed and kw["h"] is None:
+        raise ValueError(f"h is required for the fixed-step method {kw['method']!r}")
+    if fixed:
+        check = dict(kw, h=2 * kw["h"])
+    else:
+        check = dict(kw, rtol=10 * kw["rtol"], atol=10 * kw["atol"])
+    x, M = flow_jacobian(vf, x0, times, par, **kw)
+    _, M2 = flow_jacobian(vf, x0, times, par, **check)
+    try:
+        _, ell = liouville_integral(vf, x0, times, par if vf.n_params else None, **kw)
+        ell = ell[:, -1]
+    except NotImplementedError:
+        ell = np.full(x0.shape[0], np.nan)
+    return x[:, -1], [M[:, -1], M2[:, -1]], ell
+
+
+def _richardson(D: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Richardson extrapolation of central differences over a halving ladder.
+
+    ``D`` (levels, ..., k): values at ``steps`` (``steps[j+1] = steps[j] / 2``), each
+    ``D_j = D + c s_j^2 + O(s_j^4)``.  ``R_j = D_j + (D_j - D_{j-1}) / 3`` removes the
+    ``s^2`` term.  With two levels the estimate is ``|D_1 - D_0| / 3`` (the removed term:
+    the error of ``D_1``, an upper bound for ``R_1`` while the ``s^2`` term dominates);
+    with more, ``|R_j - R_{j-1}|`` (the ``s^4`` term of ``R_{j-1}``, fifteen times that of
+    ``R_j``, or the integration noise), and per trajectory the level with the smallest
+    estimate is returned.
+
+    Returns
+    -------
+    value, error : ndarray, shape (..., k)
+    step : ndarray, shape (k,)
+        The smaller step of the chosen level.
+    """
+    R = D[1:] + (D[1:] - D[:-1]) / 3.0
+    if len(D) == 2:
+        return R[0], np.abs(D[1] - D[0]) / 3.0, np.full(D.shape[-1], steps[1])
+    est = np.abs(R[1:] - R[:-1])  # level j + 2 of D
+    worst = est.reshape(est.shape[0], -1, est.shape[-1]).max(axis=1)  # (levels, k)
+    pick = np.where(np.isfinite(worst), worst, np.inf).argmin(axis=0)
+    cols = np.arange(D.shape[-1])
+    value = np.moveaxis(R[1:], 0, -1)[..., cols, pick]
+    error = np.moveaxis(est, 0, -1)[..., cols, pick]
+    return value, error, np.asarray(steps)[pick + 2]
 
 
 def flow_map_determinant(
@@ -837,22 +958,37 @@ def flow_map_determinant(
     params: Any = None,
     *,
     density: Any = None,
-    step: float = 1e-4,
+    route: str = "auto",
+    step: float | None = None,
     method: str = "dop853",
     rtol: float = 1e-13,
     atol: float = 1e-15,
+    h: float | None = None,
     threads: int = 1,
 ) -> FlowMapDeterminant:
-    """``det DPhi_t`` from central finite differences of the flow, on the constraint manifold.
+    """``det DPhi_t`` on the constraint manifold, with an error estimate.
 
-    Independent of the variational equations and of the divergence: ``2 n_state`` extra
-    trajectories per initial state, from ``x_0 +- h e_j`` (``h = step (1 + |x_0|)``), give the
-    ambient ``DPhi_t e_j = (Phi_t(x_0 + h e_j) - Phi_t(x_0 - h e_j)) / 2h + O(h^2)``.  The
-    perturbed states leave the constraint manifold, which is harmless when its functions are
-    first integrals of the ambient field (checked: ``transverse``).  The determinant on the
-    manifold ``{F = 0}`` (dimension ``n_state - c``) is then the ratio of Gelfand-Leray volumes
-    of :func:`manifold_log_det`; for ``T*S^{n-1} = {|gamma|^2 = 1, gamma.m = 0}`` that volume
-    is the Liouville volume up to a constant (``{|gamma|^2, gamma.m} = 2|gamma|^2 = 2``).
+    Two routes to the ambient Jacobian ``M = DPhi_t(x_0)``:
+
+    * ``"variational"`` -- :func:`flow_jacobian` (the tangent columns step with their base:
+      as accurate as the integration); error estimate from a second run at ten times the
+      tolerances (twice the step for fixed-step methods), a conservative bound, plus
+      roundoff (see :class:`FlowMapDeterminant`).
+    * ``"differences"`` -- independent of the variational equations and of the divergence:
+      central differences of the flow, ``(Phi_t(x_0 + s e_j) - Phi_t(x_0 - s e_j)) / 2s``
+      (``s = step (1 + |x_0|)``), whose ``log det`` is ``D(s) = log det + c s^2 + O(s^4)``.
+      Richardson extrapolation over halved steps removes the ``s^2`` term and estimates the
+      error: with ``step`` given, over ``2 step`` and ``step`` (estimate ``|D(step) -
+      D(2 step)| / 3``); with ``step=None`` over the ladder :data:`AUTO_STEPS` (``1e-3`` to
+      ``1.6e-5``, all in one batch), choosing per trajectory the step whose estimate
+      ``|R_j - R_{j-1}|`` is smallest (truncation ``O(s^4)`` against the integration error,
+      ``O(rtol / s)``).  ``2 n_state`` perturbed trajectories per step and initial state.
+
+    The perturbed states leave the constraint manifold, which is harmless when its functions
+    are first integrals of the ambient field (checked: ``transverse``).  The determinant on
+    the manifold ``{F = 0}`` (dimension ``n_state - c``) is then the ratio of Gelfand-Leray
+    volumes of :func:`manifold_log_det`; for ``T*S^{n-1} = {|gamma|^2 = 1, gamma.m = 0}``
+    that volume is the Liouville volume up to a constant (``{|gamma|^2, gamma.m} = 2``).
 
     Parameters
     ----------
@@ -864,33 +1000,119 @@ def flow_map_determinant(
         Final time.
     density : optional
         As for :func:`check_measure`; gives ``defect``.
-    step : float
-        Relative step ``h`` (error ``O(h^2)`` from truncation plus ``O(rtol / h)`` from the
-        integration: ``1e-4`` with ``rtol = 1e-13``).
-    method, rtol, atol, threads
-        As for :func:`nhfast.integrate.integrate` (tight by default).
+    route : {"auto", "variational", "differences"}
+        ``"auto"``: the variational route where the field has variational equations (every
+        plain field; a structured one with a tangent rule for every statement), else the
+        differences; the differences whenever ``step`` is given.
+    step : float, optional
+        Relative difference step (see above; differences only).
+    method, rtol, atol, h, threads
+        As for :func:`nhfast.integrate.integrate` (tight tolerances by default; ``h`` the
+        step of fixed-step methods).
 
     Returns
     -------
     FlowMapDeterminant
+        With ``error`` (the estimate) and ``route``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad ``system``, ``x0``, ``t``, ``params``, ``step``, ``h`` or ``route`` (or
+        ``step`` with ``route="variational"``); a fixed-step method without ``h``.
+    NotImplementedError
+        ``route="variational"`` for a structured program without a tangent rule.
     """
     vf = as_vector_field(system)
     x0, par = validate_states(vf, x0, params, "x0")
     T = positive(t, "t")
-    kw = dict(method=method, rtol=rtol, atol=atol, threads=threads)
-    x, ell, M = _differenced_flow(
-        vf, x0, np.array([0.0, T]), par, float(step), 2, kw, liouville=True
-    )
-    xt, ell, M = x[:, -1], ell[:, -1], M[:, -1]
-    sign, amb = np.linalg.slogdet(M)
-    amb = np.where(sign != 0, amb, -np.inf)
-    ld, tr = manifold_log_det(vf, x0, xt, M, par)
+    if route not in ("auto", "variational", "differences"):
+        raise ValueError(f"route must be 'auto', 'variational' or 'differences', got {route!r}")
+    if step is not None:
+        step = positive(step, "step")
+        if route == "variational":
+            raise ValueError("step is a difference step: not with route='variational'")
+    if h is not None:
+        h = positive(h, "h")
+    kw: dict[str, Any] = dict(method=method, rtol=rtol, atol=atol, h=h, threads=threads)
+    if route == "auto":
+        route = "differences" if step is not None or not _has_variational(vf) else "variational"
+    k = x0.shape[0]
+    if route == "variational":
+        xt, Ms, ell = _variational_route(vf, x0, T, par, kw)
+        steps = np.full(k, np.nan)
+    else:
+        ladder = np.array([2 * step, step] if step is not None else AUTO_STEPS)
+        xt, ell, Ms = _differenced_ladder(vf, x0, T, par, ladder, kw)
+    amb, ld, trs = [], [], []
+    for M in Ms:
+        sign, a = np.linalg.slogdet(M)
+        amb.append(np.where(sign != 0, a, -np.inf))
+        m_ld, m_tr = manifold_log_det(vf, x0, xt, M, par)
+        ld.append(m_ld)
+        trs.append(m_tr)
+    D = np.stack([np.stack(ld), np.stack(amb)], axis=1)  # (levels, 2, k)
+    if route == "variational":
+        (ld_v, amb_v), err = D[0], np.abs(D[0] - D[1]).max(axis=0)
+        tr = trs[0]
+    else:
+        (ld_v, amb_v), err, steps = _richardson(D, ladder)
+        # plus the integration error of the flow itself, common to all steps (invisible to
+        # the extrapolation): columns off by rtol ||DPhi|| move log det by n times that
+        err = err.max(axis=0) + vf.n_state * rtol * np.linalg.norm(Ms[0], ord=2, axis=(-2, -1))
+        tr = np.stack(trs)[np.searchsorted(-ladder, -steps), np.arange(k)]
+    growth = np.linalg.norm(Ms[0], ord=2, axis=(-2, -1))  # roundoff grows by at most this
+    err = err + 100 * _EPS * (1.0 + np.abs(ld_v) + growth)
     defect = None
     if density is not None:
         logrho = _log_density_function(vf, density, system)
         both = logrho(np.stack([x0, xt], axis=1), np.array([0.0, T]), par)
-        defect = ld + both[:, 1] - both[:, 0]
-    return FlowMapDeterminant(T, x0, xt, ld, amb, tr, defect, float(step), ell)
+        defect = ld_v + both[:, 1] - both[:, 0]
+    return FlowMapDeterminant(T, x0, xt, ld_v, amb_v, tr, defect, steps, ell, err, route)
+
+
+def _has_variational(vf: VectorField) -> bool:
+    """Whether :func:`flow_jacobian` can integrate ``vf``'s variational equations."""
+    if not isinstance(vf, StructuredVectorField):
+        return True
+    try:
+        tangent_field(vf, column_split(vf.n_state, None)[0])
+    except NotImplementedError:
+        return False
+    return True
+
+
+def _differenced_ladder(
+    vf: VectorField,
+    x0: np.ndarray,
+    T: float,
+    par: np.ndarray,
+    ladder: np.ndarray,
+    kw: dict[str, Any],
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """``(x_T, ell_T, [M_T at each step])``: central differences of the flow at every
+    relative step of ``ladder``, all perturbed trajectories in one batch (with the Liouville
+    field where it exists)."""
+    k, n = x0.shape
+    scale = 1.0 + np.linalg.norm(x0, axis=1)
+    dirs = np.concatenate([sgn * s * np.eye(n) for s in ladder for sgn in (-1.0, 1.0)])
+    y0 = (x0[:, None, :] + scale[:, None, None] * dirs[None]).reshape(-1, n)
+    y0 = np.concatenate([x0, y0])
+    p = np.concatenate([par, np.repeat(par, len(dirs), axis=0)]) if vf.n_params else None
+    field, pad = vf, 0
+    try:
+        field, pad = liouville_field(vf), 1
+    except NotImplementedError:
+        pass
+    y0 = np.concatenate([y0, np.zeros((y0.shape[0], pad))], axis=1)
+    res = integrate(field, y0, np.array([0.0, T]), params=p, observables=False, **kw)
+    ell = res.y[:k, -1, n] if pad else np.full(k, np.nan)
+    ends = res.y[k:, -1, :n].reshape(k, len(ladder), 2, n, n)  # (k, level, sign, i, state)
+    Ms = []
+    for j, s in enumerate(ladder):
+        D = (ends[:, j, 1] - ends[:, j, 0]) / (2 * s * scale[:, None, None])
+        Ms.append(np.swapaxes(D, 1, 2))  # M[:, state, i]
+    return res.y[:k, -1, :n], ell, Ms
 
 
 def _differenced_flow(
@@ -1266,7 +1488,8 @@ def check_measure(
         ``rtol`` as documented in the module docstring.
     n_jacobian : int
         Trajectories (the first ones) that also get the variational equations (0 to skip;
-        :func:`flow_jacobian`: ``n_state`` forward-mode lanes each for a structured field).
+        :func:`flow_jacobian`: for a structured field ``n_state`` forward-mode lanes each,
+        stepping together).
     safety : float
         Factor of the threshold rule (>= 1).
     name : str, optional

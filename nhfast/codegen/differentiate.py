@@ -237,48 +237,16 @@ class _Forward:
         return t
 
 
-def jvp_program(prog: IndexedProgram, family: str = "rhs") -> IndexedProgram:
-    """The program with tangent states: ``rhs = (F(x), DF(x) dx)`` (variational equations).
-
-    Forward mode: every statement the output ``family`` needs gets a tangent statement of the
-    same kind (a reduction's tangent is a reduction, an element-wise vector's an element-wise
-    vector, an ``unrolled`` vector's an ``unrolled`` vector), placed right after it, so the
-    work per lane keeps the order of the program's (``O(n)`` for ``O(n)`` programs).
-
-    Parameters
-    ----------
-    prog : IndexedProgram
-        The program; it is not modified.
-    family : str
-        The output to differentiate (default ``"rhs"``).
-
-    Returns
-    -------
-    IndexedProgram
-        States: the states of ``prog``, then one tangent input per state input in the same
-        order and shape (``d_<name>``, a vector for a vector; ``d_<name>1..`` its
-        components); parameters and time unchanged.  Output ``rhs``: the blocks of
-        ``family`` followed by their tangents ``DF(x) dx``.  The other outputs of ``prog`` are
-        kept (they read the original states only), except that ``divergence`` of
-        ``family = "rhs"`` becomes twice the original (the variational system's trace) and is
-        dropped for other families.
-
-    Raises
-    ------
-    ValueError
-        If ``prog`` has no output ``family``.
-    NotImplementedError
-        For statement kinds without a tangent rule.
-    """
-    if family not in prog.outputs:
-        raise ValueError(f"the program has no output {family!r}; has {sorted(prog.outputs)}")
-    new = prog.copy()
-    em = _Emitter(new)
+def _tangent_seeds(
+    prog: IndexedProgram, new: IndexedProgram, em: _Emitter, prefix: str
+) -> dict[sp.Symbol, sp.Expr]:
+    """One tangent state input of ``new`` per state input of ``prog`` (same order and shape),
+    named ``<prefix><name>``; returns ``{state: tangent}``."""
     seeds: dict[sp.Symbol, sp.Expr] = {}
     states = sorted((inp.offset, sym) for sym, inp in prog.inputs.items() if inp.where == "x")
     for _, sym in states:
         if prog.inputs[sym].vector:
-            base = f"d_{sym.name}"
+            base = f"{prefix}{sym.name}"
             name = em.fresh(base)
             comps = sp.symbols(f"{name}1:{prog.n + 1}", real=True)
             while any(str(c) in em.taken for c in comps):
@@ -287,26 +255,81 @@ def jvp_program(prog: IndexedProgram, family: str = "rhs") -> IndexedProgram:
             em.taken |= {str(c) for c in comps}
             seeds[sym] = new.state_vector(name, comps)
         else:
-            seeds[sym] = new.state_scalar(em.fresh(f"d_{sym.name}"))
+            seeds[sym] = new.state_scalar(em.fresh(f"{prefix}{sym.name}"))
+    return seeds
+
+
+def jvp_program(prog: IndexedProgram, family: str = "rhs", columns: int = 1) -> IndexedProgram:
+    """The program with tangent states: ``rhs = (F(x), DF(x) dx)`` (variational equations).
+
+    Forward mode: every statement the output ``family`` needs gets a tangent statement of the
+    same kind (a reduction's tangent is a reduction, an element-wise vector's an element-wise
+    vector, an ``unrolled`` vector's an ``unrolled`` vector), placed right after it, so the
+    work per lane keeps the order of the program's (``O(n)`` for ``O(n)`` programs).  With
+    ``columns = m`` one lane carries ``m`` tangents ``dx_1 .. dx_m`` of the same base state
+    (``m`` tangent statements after each statement), so that an integrator steps the base
+    and all its tangent columns together: ``M' = DF(x) M`` for an ``n_state x m`` block ``M``.
+
+    Parameters
+    ----------
+    prog : IndexedProgram
+        The program; it is not modified.
+    family : str
+        The output to differentiate (default ``"rhs"``).
+    columns : int
+        Number of tangent columns per lane (default 1).
+
+    Returns
+    -------
+    IndexedProgram
+        States: the states of ``prog``, then, per column, one tangent input per state input
+        in the same order and shape (``d_<name>`` for one column, ``d<c>_<name>`` for column
+        ``c = 1..m`` otherwise; a vector for a vector, ``..1, ..2`` its components);
+        parameters and time unchanged.  Output ``rhs``: the blocks of ``family`` followed by
+        their tangents ``DF(x) dx_c``, column after column.  The other outputs of ``prog``
+        are kept (they read the original states only), except that ``divergence`` of
+        ``family = "rhs"`` becomes ``m + 1`` times the original (the variational system's
+        trace) and is dropped for other families.
+
+    Raises
+    ------
+    ValueError
+        If ``prog`` has no output ``family``, or ``columns`` is not a positive int.
+    NotImplementedError
+        For statement kinds without a tangent rule.
+    """
+    if family not in prog.outputs:
+        raise ValueError(f"the program has no output {family!r}; has {sorted(prog.outputs)}")
+    if isinstance(columns, bool) or not isinstance(columns, int) or columns < 1:
+        raise ValueError(f"columns must be a positive int, got {columns!r}")
+    new = prog.copy()
+    em = _Emitter(new)
+    prefixes = ["d_"] if columns == 1 else [f"d{c}_" for c in range(1, columns + 1)]
     blocks = prog.outputs[family]
     need = prog.needed(blocks)
-    fw = _Forward(em, seeds, "d_", need)
+    fws = [_Forward(em, _tangent_seeds(prog, new, em, pre), pre, need) for pre in prefixes]
     order: list[Statement] = []
     for st in prog.statements:
         order.append(st)
         if not need & set(_targets(st)):
             continue
         before = len(new.statements)
-        fw.statement(st)
+        for fw in fws:
+            fw.statement(st)
         order += new.statements[before:]
-    tangents = [fw.block(b, f"d_out{k}") for k, b in enumerate(blocks)]
+    tangents = [
+        fw.block(b, f"{pre}out{k}")
+        for pre, fw in zip(prefixes, fws, strict=True)
+        for k, b in enumerate(blocks)
+    ]
     order += new.statements[len(order) :]
     new.statements = order
     names = prog.output_names.get(family, [])
-    new.output("rhs", [*blocks, *tangents], names=[*names, *(f"d_{n}" for n in names)])
+    tangent_names = [f"{pre}{n}" for pre in prefixes for n in names]
+    new.output("rhs", [*blocks, *tangents], names=[*names, *tangent_names])
     if "divergence" in new.outputs:
         if family == "rhs":
-            new.output("divergence", [2 * d for d in prog.outputs["divergence"]])
+            new.output("divergence", [(columns + 1) * d for d in prog.outputs["divergence"]])
         else:
             del new.outputs["divergence"]
             new.output_names.pop("divergence", None)

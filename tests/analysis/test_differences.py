@@ -129,8 +129,10 @@ def test_flow_log_det_of_a_linear_flow_is_t_trace(linear_field, order):
 
 def test_flow_map_determinant_shares_the_differenced_flow(linear_field):
     x0 = RNG.normal(size=(2, 3))
-    res = flow_map_determinant(linear_field, x0, 1.0, [0.5])
+    res = flow_map_determinant(linear_field, x0, 1.0, [0.5], route="differences")
+    assert res.route == "differences"
     np.testing.assert_allclose(res.ambient_log_det, 0.5 * np.trace(A), rtol=0, atol=1e-7)
+    assert np.all(np.abs(res.ambient_log_det - 0.5 * np.trace(A)) <= res.error)
     np.testing.assert_allclose(res.ell, 0.5 * np.trace(A), rtol=1e-9)
 
 

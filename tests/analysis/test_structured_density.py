@@ -179,6 +179,7 @@ def test_flow_map_determinant_on_the_manifold(physical8):
     n, vf, par, x = physical8
     rho = -0.5 * LogTerm("log_det_metric")
     fm = flow_map_determinant(vf, x[:2], 2.0, par, density=rho, step=3e-5)
+    assert fm.route == "differences" and np.all(np.abs(fm.defect) <= fm.error)
     assert np.abs(fm.defect).max() < 1e-6
     # the constraints are first integrals of the ambient field: manifold = ambient determinant
     assert np.abs(fm.transverse).max() < 1e-6

@@ -189,6 +189,35 @@ def test_jvp_of_veselova_is_jacobian_times_dx_exactly():
     assert jp.outputs["divergence"] == [2 * prog.outputs["divergence"][0]]
 
 
+def test_jvp_with_columns_is_jacobian_times_each_column_exactly():
+    """columns = 3: one lane carries the base and three tangents; every tangent block is
+    (SymPy Jacobian of rhs) dx_c at rational points, also through a dense solve."""
+    for prog in (hand_veselova(3, cubic), _dense_program(2)):
+        jp = jvp_program(prog, columns=3)
+        X = prog.state_symbols
+        N = len(X)
+        cols = [jp.state_symbols[N * c : N * (c + 1)] for c in (1, 2, 3)]
+        assert jp.n_state == 4 * N and jp.param_symbols == prog.param_symbols
+        assert [str(s) for s in cols[1]] == [f"d2_{s}" for s in X]
+        rng = np.random.default_rng(4)
+        vals = {s: sp.Rational(int(rng.integers(-9, 10)), 7) for s in jp.state_symbols}
+        vals.update({s: sp.Rational(int(rng.integers(5, 30)), 9) for s in prog.param_symbols})
+        pvals = {s: vals[s] for s in prog.param_symbols}
+        rhs = [e.xreplace(pvals) for e in prog.to_sympy("rhs")]
+        J = sp.Matrix(rhs).jacobian(X).xreplace(vals)
+        got = [sp.cancel(e.xreplace(vals)) for e in jp.to_sympy("rhs")]
+        assert got[:N] == [sp.cancel(e.xreplace(vals)) for e in rhs]
+        for c, dX in enumerate(cols):
+            want = J * sp.Matrix([vals[s] for s in dX])
+            assert got[N * (c + 1) : N * (c + 2)] == [sp.cancel(e) for e in want]
+    assert jvp_program(hand_veselova(3, cubic), columns=3).outputs["divergence"] == [
+        4 * hand_veselova(3, cubic).outputs["divergence"][0]
+    ]
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="columns must be a positive int"):
+            jvp_program(hand_veselova(3, cubic), columns=bad)
+
+
 def test_jvp_through_c_and_generated_divergence_of_jvp():
     """C kernels of the jvp program = finite differences of the rhs; the generated trace of
     the variational system is twice the program's hand-derived divergence."""
