@@ -1,7 +1,7 @@
 """The ``nhfast`` command: argument parsing and printing over library calls.
 
 ``run`` and ``check`` call :func:`nhfast.experiments.run_example` and write the report
-(:func:`nhfast.analysis.report.write_report`); given ``FILE.py:FACTORY`` instead of a catalogue
+(:meth:`nhfast.analysis.Report.write`); given ``FILE.py:FACTORY`` instead of a catalogue
 name they load a system of the user's (:func:`nhfast.experiments.user.load_user_system`,
 what the factory may return: :mod:`nhfast.experiments.spec`) and run it through the same checks
 (:func:`nhfast.experiments.runner.run_instance`); ``examples`` lists
@@ -28,7 +28,7 @@ from typing import Any, TextIO, TypeVar
 from nhfast import _jit
 from nhfast._validate import positive, positive_int
 from nhfast._version import __version__
-from nhfast.analysis.report import render_text, verdict, write_report
+from nhfast.analysis.report import render_text, verdict
 from nhfast.analysis.result import Report
 from nhfast.errors import CompilationError, IntegrationError, SystemSpecError, UsageError
 from nhfast.experiments import CHECKS, EXAMPLES, FIXED_STEP_H, get_example, run_example
@@ -323,7 +323,7 @@ def run_command(
         return 1
     t0 = time.perf_counter()
     try:
-        files = write_report(report, out, plots=not args.no_plots)
+        files = report.write(out, plots=not args.no_plots)
     except OSError as exc:
         print(f"nhfast: error: cannot write the report to {out}: {exc}", file=sys.stderr)
         return 1

@@ -54,8 +54,6 @@ _LAZY = {
     "compare_nonholonomic_vakonomic": "vakonomic_flow",
     "nonholonomic_is_vakonomic": "nh_vs_vak",
     "render_text": "report",
-    "write_report": "report",
-    "read_json": "report",
 }
 
 __all__ = [
@@ -78,8 +76,6 @@ __all__ = [
     "integrate_vakonomic",
     "compare_nonholonomic_vakonomic",
     "nonholonomic_is_vakonomic",
-    "write_report",
-    "read_json",
 ]
 
 

@@ -19,17 +19,88 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from nhfast.analysis.result import Check, Report
+from nhfast._records import Check, jsonable
 
-__all__ = [
-    "read_json",
-    "write_report",
-]
+__all__ = ["Report"]
+
+
+@dataclass
+class Report:
+    """A run: what was integrated, how, and every check made on it.
+
+    Attributes
+    ----------
+    title
+        Heading, e.g. ``"Veselova rigid body on SO(6)"``.
+    system
+        Description of the system (name, dimension, parameters) as figures.
+    settings
+        How it was run (method, tolerances, lanes, final time, threads, seed).
+    checks
+        The checks in the order they should be shown.
+    timings
+        Wall-clock seconds per stage (``"codegen"``, ``"compile"``, ``"integrate"``, ...).
+    """
+
+    title: str
+    system: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    checks: list[Check] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def write(self, directory: str | Path, plots: bool = True) -> dict[str, Path]:
+        """Write ``report.txt``, ``report.json``, the PNG plots and the index ``report.md``.
+
+        Parameters
+        ----------
+        directory : str or Path
+            Created if needed; PNG plots of an earlier report there are removed first.
+        plots : bool
+            Draw the PNG plots (Matplotlib).
+
+        Returns
+        -------
+        dict of str to Path
+            ``"text"``, ``"json"``, ``"index"`` and one entry per PNG (keyed by file name).
+
+        Raises
+        ------
+        NotADirectoryError
+            If ``directory`` exists and is not a directory.
+        """
+        return write_report(self, directory, plots)
+
+    @classmethod
+    def read(cls, path: str | Path) -> Report:
+        """A report written by :meth:`write` (its ``report.json``), arrays as NumPy arrays.
+
+        Parameters
+        ----------
+        path : str or Path
+            The ``report.json`` file.
+
+        Returns
+        -------
+        Report
+        """
+        return read_json(path)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field as JSON-ready types."""
+        return {
+            "title": self.title,
+            "system": jsonable(self.system),
+            "settings": jsonable(self.settings),
+            "checks": [c.to_dict() for c in self.checks],
+            "timings": jsonable(self.timings),
+        }
+
 
 _VERDICT = {True: "PASS", False: "FAIL", None: "----"}
 #: Longest statement (characters) in the text table; ``report.json`` keeps them whole.

@@ -20,7 +20,8 @@ in the body frame as a vector field on ``(M, gamma)`` (:func:`chaplygin_ball`).
 
 References: Martínez, Cortés & de León (2000), "The geometrical theory of constraints applied to the
 dynamics of vakonomic mechanical systems: the vakonomic bracket"; García-Naranjo & Marrero (2020),
-"The geometry of nonholonomic Chaplygin systems revisited".
+"The geometry of nonholonomic Chaplygin systems revisited"; Mestdag & Crampin (2010),
+"Nonholonomic systems as restricted Euler-Lagrange systems".
 """
 
 from __future__ import annotations

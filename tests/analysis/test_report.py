@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from nhfast.analysis.report import read_json, render_text, verdict, write_json, write_report
+from nhfast.analysis.report import render_text, verdict, write_json, write_report
 from nhfast.analysis.result import Check, Report
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -100,13 +100,13 @@ def test_render_text_rejects_non_report():
 
 def test_write_report_files_json_roundtrip_and_pngs(tmp_path):
     rep = _report()
-    files = write_report(rep, tmp_path / "out")
+    files = rep.write(tmp_path / "out")
     out = tmp_path / "out"
     assert {"text", "json", "index"} <= set(files)
     data = json.loads((out / "report.json").read_text())
     assert data == json.loads(json.dumps(rep.to_dict()))  # every field, JSON types only
     assert data["checks"][1]["figures"]["nan figure"] == "nan"
-    back = read_json(out / "report.json")
+    back = Report.read(out / "report.json")
     for c0, c1 in zip(rep.checks, back.checks, strict=True):
         assert (c0.name, c0.holds, c0.statement) == (c1.name, c1.holds, c1.statement)
         for k, v in c0.series.items():
