@@ -9,7 +9,6 @@ such factory, an import or a factory that raises, a return value of the wrong ty
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import sys
 from collections.abc import Callable, Mapping
@@ -17,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from nhfast._keys import short_digest
 from nhfast.errors import SystemSpecError
 from nhfast.experiments.instance import Instance
 from nhfast.experiments.spec import ACCEPTED, to_instance
@@ -73,7 +73,7 @@ def _import(path: Path) -> ModuleType:
     if not path.is_file():
         what = "is not a file" if path.exists() else "no such file"
         raise SystemSpecError(f"{path}: {what}")
-    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
+    digest = short_digest(str(path.resolve()), 12)
     name = f"nhfast_user_{path.stem if path.stem.isidentifier() else 'system'}_{digest}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
