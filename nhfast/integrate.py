@@ -175,6 +175,7 @@ def integrate(
         solve that does not converge, stiffness, leaving the domain) and ``keep_failed`` is
         False.
     """
+    system = _oriented(system, x0, params)
     # a call like the last checked one of this system: one compiled pass (_core.PreparedCall)
     entry = peek(system, "call_plan")
     prepared = None if entry is None or entry[0] is None else entry[0].prepared
@@ -190,3 +191,23 @@ def integrate(
                keep_failed, block, stiffness_check, dense, events, max_events, order,
                watch_domain)  # fmt: skip
     return call_for(system, options).run(x0, t_eval, params)
+
+
+def _oriented(system: Any, x0: Any, params: Any) -> Any:
+    """``system`` with its ``expr != 0`` domain conditions oriented by the initial states
+    (:meth:`VectorField.oriented`); unchanged when it has none, or when ``x0`` / ``params``
+    are malformed (the call's own checks then name the argument)."""
+    if not getattr(system, "nonzero", ()):
+        return system
+    import numpy as np
+
+    try:
+        x = np.atleast_2d(np.asarray(x0, dtype=float))
+        par = np.atleast_2d(np.asarray([] if params is None else params, dtype=float))
+        if x.ndim != 2 or x.shape[1] != system.n_state:
+            return system
+        if system.n_params and (par.shape[1] != system.n_params or par.shape[0] not in (1, len(x))):
+            return system
+    except (TypeError, ValueError):
+        return system
+    return system.oriented(x, par)
