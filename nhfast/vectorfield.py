@@ -409,49 +409,79 @@ class VectorField:
                     f"{bad[0]} (value {vals[bad[0], j]:.3g})"
                 )
 
+    def sides(self, x: np.ndarray, params: np.ndarray, name: str = "x0") -> np.ndarray:
+        """Signs (+1 or -1) of the ``nonzero`` conditions at the rows of ``x``, shape
+        ``(rows, len(domain))`` (+1 for the conditions ``expr > 0``).
+
+        Raises
+        ------
+        ValueError
+            If a row violates a condition: ``expr > 0`` fails, or ``expr = 0`` (or not finite)
+            for a ``nonzero`` one (a state on the singular set), naming it.
+        """
+        self.check_domain(x, params, name)
+        vals = self.domain_values(x, params)
+        nz = np.array([k in self.nonzero for k in self.domain], dtype=bool)
+        return np.where(nz, np.sign(vals), 1.0).astype(int)
+
     def oriented(self, x: np.ndarray, params: np.ndarray, name: str = "x0") -> VectorField:
         """The field whose ``nonzero`` conditions ``expr != 0`` are oriented by the initial
         states ``x``: ``expr > 0`` or ``-expr > 0``, the side of ``expr = 0`` where the rows
         of ``x`` lie (``self`` when there are no such conditions).
 
-        Each orientation is built once (the right-hand side and its kernels are shared by
-        content), so that ``integrate`` watches the crossing of the singular set either way.
+        ``integrate`` runs each side as its own batch, so that the crossing of the singular
+        set either way stops a trajectory (status ``"left_domain"``).
 
         Raises
         ------
         ValueError
             If a row of ``x`` lies on a singular set (``expr = 0`` or not finite), or the rows
-            lie on different sides of one (integrate each side separately), naming the
-            condition.
+            lie on different sides of one, naming the condition.
         """
         if not self.nonzero:
             return self
-        self.check_domain(x, params, name)
-        vals = self.domain_values(x, params)
-        labels = list(self.domain)
-        signs = []
-        for j, label in enumerate(labels):
-            if label not in self.nonzero:
-                signs.append(1)
-                continue
-            side = np.sign(vals[:, j])
-            if np.any(side != side[0]):
+        side = self.sides(x, params, name)
+        for j, label in enumerate(self.domain):
+            col = side[:, j]
+            if np.any(col != col[0]):
                 raise ValueError(
                     f"{name}: the initial states lie on both sides of the singular set of "
                     f"{self.name!r}: condition {label!r} ({self.domain[label]} != 0) is "
-                    f"positive at row {int(np.argmax(side > 0))} and negative at row "
-                    f"{int(np.argmax(side < 0))} (integrate each side separately)"
+                    f"positive at row {int(np.argmax(col > 0))} and negative at row "
+                    f"{int(np.argmax(col < 0))}"
                 )
-            signs.append(int(side[0]))
-        key = tuple(signs)
+        return self.on_side(tuple(side[0].tolist()))
+
+    def on_side(self, signs: tuple[int, ...]) -> VectorField:
+        """The field with the domain's conditions multiplied by ``signs`` (one +1 or -1 per
+        condition, +1 for those not in ``nonzero``) and all of them ``expr > 0``; built once
+        per ``signs`` (the right-hand side and its kernels are shared by content).
+
+        Raises
+        ------
+        ValueError
+            If ``signs`` has the wrong length, a value other than +1 / -1, or flips a
+            condition ``expr > 0``.
+        """
+        labels = list(self.domain)
+        if len(signs) != len(labels) or any(
+            s not in (1, -1) or (s == -1 and k not in self.nonzero)
+            for k, s in zip(labels, signs, strict=True)
+        ):
+            raise ValueError(
+                f"signs must be +1 or -1 for each of the {len(labels)} domain conditions "
+                f"(-1 only for the nonzero ones), got {signs}"
+            )
+        if not self.nonzero:
+            return self
 
         def build() -> VectorField:
-            dom = {
-                (f"{k} ({'>' if s > 0 else '<'} 0 side)" if k in self.nonzero else k): (
-                    e if s > 0 else -e
-                )
-                for (k, e), s in zip(self.domain.items(), signs, strict=True)
-            }
+            dom = {}
+            for (k, e), s in zip(self.domain.items(), signs, strict=True):
+                if k in self.nonzero:
+                    dom[f"{k} ({'>' if s > 0 else '<'} 0 side)"] = e if s > 0 else -e
+                else:
+                    dom[k] = e
             return VectorField(
                 states=self.states,
                 rhs=self.rhs,
@@ -464,7 +494,7 @@ class VectorField:
                 domain=dom,
             )
 
-        return memo(self, ("oriented", key), build)
+        return memo(self, ("on side", tuple(signs)), build)
 
     def domain_values(self, x: np.ndarray, params: np.ndarray) -> np.ndarray:
         """The domain's conditions (``expr`` of ``expr > 0``) at the rows of ``x``, shape

@@ -112,9 +112,30 @@ def test_states_on_the_singular_set_or_on_both_sides_are_refused(default_hamel):
     vf = hamel_equations(knife(dependent=[x])).as_vector_field()
     with pytest.raises(ValueError, match=r"-sin\(theta\) != 0.*fails at row 0"):
         nh.integrate(vf, [0, 0, 0.0, 0.0, 1.0], [0.0, 1.0], params=PAR)
-    both = [[0, 0, 0.1, 1.0, 1.0], [0, 0, 3.0, -1.0, 1.0]]
+    both = np.array([[0, 0, 0.1, 1.0, 1.0], [0, 0, 3.0, -1.0, 1.0]])
     with pytest.raises(ValueError, match="both sides of the singular set"):
-        nh.integrate(default_hamel, both, [0.0, 1.0], params=PAR)
+        default_hamel.oriented(both, np.array([PAR]))
+
+
+@pytest.mark.parametrize(("method", "kw"), WATCHED)
+def test_a_batch_on_both_sides_runs_each_side(default_hamel, method, kw):
+    """Rows with cos(theta0) > 0, < 0, > 0 run as three batches in their own orientation:
+    the first two stay on their side until t = 1.2 and match the closed form; the third
+    crosses pi / 2 at t = pi / 2 - 1 and stops there."""
+    u, w, t_end = 1.0, 1.0, 1.2
+    th0 = np.array([0.1, 3.0, 1.0])
+    x0 = np.column_stack([np.zeros((3, 2)), th0, u * np.cos(th0), np.full(3, w)])
+    t = np.linspace(0.0, t_end, 5)
+    with pytest.raises(IntegrationError, match="ran as separate batches"):
+        nh.integrate(default_hamel, x0, t, params=PAR, method=method, rtol=1e-12, **kw)
+    with pytest.warns(nh.IntegrationWarning, match=r"cos\(theta\) != 0 \(> 0 side\)"):
+        res = nh.integrate(
+            default_hamel, x0, t, params=PAR, method=method, rtol=1e-12, keep_failed=True, **kw
+        )
+    assert res.status.tolist() == [0, 0, LEFT]
+    for i in (0, 1):
+        np.testing.assert_allclose(res.y[i, :, :3], closed_form(t, th0[i], u, w), rtol=0, atol=1e-9)
+    assert abs(res.t_reached[2] - (np.pi / 2 - 1.0)) < 1e-9
 
 
 @pytest.mark.parametrize("form", ["hamel", "ap"])
@@ -269,3 +290,13 @@ def test_vector_field_nonzero_conditions_are_checked():
     with pytest.raises(IntegrationError, match="reached 0 at t = 1") as err:
         nh.integrate(vf, [-1.0], [0.0, 2.0], method="taylor")
     assert abs(err.value.result.t_reached[0] - 1.0) < 1e-12
+
+
+def test_sampling_keeps_both_sides_of_a_singular_set(default_hamel):
+    """A box across cos(theta) = 0: samples on both sides (a condition != 0, not > 0)."""
+    from nhfast.analysis.sampling import sample_box
+
+    lo, hi = [-1, -1, 1.0, -1, -1], [1, 1, 2.2, 1, 1]
+    xs = sample_box(default_hamel, 400, lo, hi, seed=2, params=PAR)
+    c = np.cos(xs[:, 2])
+    assert xs.shape == (400, 5) and np.any(c > 0) and np.any(c < 0)
