@@ -146,15 +146,36 @@ def coordinate_frame(w: sp.Matrix, dep: list[int], simp: Simp) -> sp.Matrix:
     return e
 
 
-def block_domain(w: sp.Matrix, dep: list[int], q: list[sp.Symbol], simp: Simp) -> dict[str, Any]:
-    """``{label: sp.Ne(det W_dep, 0)}``, or empty when the determinant is constant or the
-    block is larger than ``MAX_DET``."""
+def denominators(entries: Sequence[sp.Expr], q: Sequence[sp.Symbol]) -> list[sp.Expr]:
+    """The distinct denominators (of ``together``) of ``entries`` that depend on ``q``."""
+    qs, out = set(q), []
+    for e in entries:
+        den = sp.fraction(sp.together(e))[1]
+        if den.free_symbols & qs and den not in out:
+            out.append(den)
+    return out
+
+
+def block_domain(
+    w: sp.Matrix, dep: list[int], q: list[sp.Symbol], simp: Simp, frame: sp.Matrix | None = None
+) -> dict[str, Any]:
+    """``{label: sp.Ne(det W_dep, 0)}``, or empty when the determinant is constant.
+
+    For a block larger than ``MAX_DET`` the determinant is not formed: the condition is the
+    product of the denominators of the entries of ``frame`` (whose zero set holds the
+    singular set) ``!= 0``, or empty when they are constant.
+    """
+    names = ", ".join(str(q[a]) for a in dep)
     if len(dep) > MAX_DET:
-        return {}
+        dens = denominators(list(frame) if frame is not None else [], q)
+        if not dens:
+            return {}
+        prod = sp.Mul(*dens)
+        label = f"coordinate frame ({names} dependent): denominators {prod} != 0"
+        return {label: sp.Ne(prod, 0)}
     det = simp(w[:, dep].det())
     if not sp.sympify(det).free_symbols & set(q):
         return {}
-    names = ", ".join(str(q[a]) for a in dep)
     return {f"coordinate frame ({names} dependent): det W_dep = {det} != 0": sp.Ne(det, 0)}
 
 

@@ -214,7 +214,7 @@ class NonholonomicSystem:
                 dep = _ch.dependent_columns(w, self.q, declared, dependent)
                 self.dependent = [self.q[a] for a in dep]
                 self.frame = _ch.coordinate_frame(w, dep, simp)
-                self.frame_domain = _ch.block_domain(w, dep, self.q, simp)
+                self.frame_domain = _ch.block_domain(w, dep, self.q, simp, self.frame)
         elif frame is not None:
             self.frame = _full_rank_matrix(frame, "frame", n, declared)
             self.frame_domain = _ch.given_frame_domain(self.frame, self.q, simp)
@@ -534,14 +534,21 @@ class ChaplyginSystem(NonholonomicSystem):
         Returns
         -------
         dict
-            ``{label: sp.Ne(det W_g, 0)}``, or empty when the determinant is unknown
-            (``dim G > 3``), does not depend on the shape coordinates (no singular locus in
-            the chart), or still depends on group coordinates (no condition on the reduced
-            space).
+            ``{label: sp.Ne(det W_g, 0)}`` (for ``dim G > 3``: the product of the
+            denominators of the horizontal lifts ``!= 0``), or empty when it does not depend
+            on the shape coordinates (no singular locus in the chart), or still depends on
+            group coordinates (no condition on the reduced space).
         """
         det = self.splitting_determinant
-        if det is None:
-            return {}
+        if det is None:  # dim G > 3: the denominators of the horizontal lifts
+            dens = _ch.denominators(list(self.frame), self.q)
+            if not dens:
+                return {}
+            prod = sp.sympify(sp.Mul(*dens)).subs(dict(at or {}))
+            free = prod.free_symbols
+            if not (free & set(self.shape)) or not free <= set(self.shape) | set(self.params):
+                return {}
+            return {f"Chaplygin chart: denominators of the lifts {prod} != 0": sp.Ne(prod, 0)}
         det = sp.sympify(det).subs(dict(at or {}))
         free = det.free_symbols
         if not (free & set(self.shape)) or not free <= set(self.shape) | set(self.params):

@@ -300,3 +300,20 @@ def test_sampling_keeps_both_sides_of_a_singular_set(default_hamel):
     xs = sample_box(default_hamel, 400, lo, hi, seed=2, params=PAR)
     c = np.cos(xs[:, 2])
     assert xs.shape == (400, 5) and np.any(c > 0) and np.any(c < 0)
+
+
+def test_large_block_declares_the_denominators_of_the_frame():
+    """k = 4 > 3 constraints: the determinant is not formed, the denominators of the frame
+    (here 1 / cos(theta) from cos(theta) dx1 = dtheta) are declared != 0 instead."""
+    xs = sp.symbols("x1:5", real=True)
+    q = [th, *xs]
+    w = sp.zeros(4, 5)
+    w[0, 0], w[0, 1] = -1, sp.cos(th)
+    for i in range(1, 4):
+        w[i, i + 1] = 1
+    system = NonholonomicSystem(q, sp.eye(5), constraints=w)
+    assert system.dependent == list(xs)
+    ((label, cond),) = system.frame_domain.items()
+    assert "denominators cos(theta) != 0" in label and cond == sp.Ne(sp.cos(th), 0)
+    vf = hamel_equations(system).as_vector_field()
+    assert vf.nonzero == (label,) and vf.domain[label] == sp.cos(th)
