@@ -317,3 +317,22 @@ def test_large_block_declares_the_denominators_of_the_frame():
     assert "denominators cos(theta) != 0" in label and cond == sp.Ne(sp.cos(th), 0)
     vf = hamel_equations(system).as_vector_field()
     assert vf.nonzero == (label,) and vf.domain[label] == sp.cos(th)
+
+
+def test_hamiltonised_run_stops_at_the_equator():
+    """The measure-preserving route (tau-flow in chunks) watches the chart too: from the
+    same state as above the Veselova body reaches the equator, named, not a blow-up; the
+    lane that stays inside is unchanged by the watch (agrees with DOP853)."""
+    from nhfast import integrate_hamiltonised
+    from nhfast.systems import veselova
+
+    par = [1.0, 2.0, 3.0]
+    x0 = np.array([[0.9, 0.0, 1.0, 0.0], [0.1, 0.2, 0.3, -0.2]])
+    with pytest.raises(IntegrationError, match="hemisphere chart: gamma_n > 0") as err:
+        integrate_hamiltonised(veselova(3), x0, [0.0, 2.0, 5.0], h=0.01, params=par)
+    assert err.value.result.status.tolist() == [LEFT, 0]
+    ref = nh.integrate(
+        chaplygin_equations(veselova(3)).as_vector_field(), x0[1], [0.0, 2.0, 5.0], params=par,
+        rtol=1e-13, atol=1e-13,
+    )  # fmt: skip
+    np.testing.assert_allclose(err.value.result.y[1], ref.y[0], rtol=0, atol=1e-8)
