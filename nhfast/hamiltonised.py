@@ -115,7 +115,14 @@ def integrate_hamiltonised(
         Bad arguments (naming the argument).
     IntegrationError
         A trajectory failed (non-finite state, stage iteration not converged, step budget,
-        output time not reached) and ``keep_failed`` is False.
+        output time not reached, the chart's domain left) and ``keep_failed`` is False.
+
+    Notes
+    -----
+    The chart's domain (conditions on the shape coordinates and parameters) is watched at
+    the ``tau`` grid: a trajectory with a grid state outside it (a condition ``expr != 0``
+    changing sign from ``x0``), or failing within one step of its boundary while heading to
+    it, ends with status ``"left_domain"``, naming the condition.
     """
     tcs = system
     if not isinstance(tcs, TimeChangedSystem):
@@ -143,6 +150,7 @@ def integrate_hamiltonised(
     nz = 2 * r + 1
     dom = tcs.domain_field or tcs.tau_field
     dom.check_inputs(np.hstack([x, np.zeros((ntraj, 1))]), par, "x0")
+    watch = _DomainWatch(dom, x, par, r)
     z0 = np.hstack([tcs.to_tilde(x, par), np.full((ntraj, 1), t_out[0])])
     if chunk is None:
         chunk = int(min(2048, max(16, 4_000_000 // max(1, ntraj * nz))))
@@ -184,6 +192,9 @@ def integrate_hamiltonised(
         iters[active] += res.stats["iterations"]
         bad = res.status != LANE["ok"]
         status[active[bad]] = res.status[bad]
+        left = watch.left(res.y, active, grid, bad)
+        status[active[left]] = LANE["left_domain"]
+        bad |= left
         jobs_lane, jobs_out, jobs_node, jobs_k = [], [], [], []
         for j, lane in enumerate(active):
             if bad[j]:
@@ -247,8 +258,64 @@ def integrate_hamiltonised(
             "tau": tau_out,
             "time_residual": zout[:, :, -1] - t_out[None, :],
         }
-    report_failures(out, failed, keep_failed)
+    report_failures(out, failed, keep_failed, watch.note())
     return out
+
+
+class _DomainWatch:
+    """The chart's domain along the tau-grid of each chunk: a lane whose state leaves it
+    (a condition ``expr > 0`` fails, or ``expr != 0`` changes sign from its value at ``x0``)
+    ends with status ``"left_domain"``. Watched when the conditions depend on the shape
+    coordinates and the parameters only (the same in the tilde variables)."""
+
+    def __init__(self, dom: Any, x: np.ndarray, par: np.ndarray, r: int) -> None:
+        names = set(dom.states[:r]) | set(dom.params)
+        self.dom = dom if dom.domain and all(
+            e.free_symbols <= names for e in dom.domain.values()
+        ) else None  # fmt: skip
+        self.hits: list[str] = []
+        if self.dom is None:
+            return
+        self.par = par
+        nz = np.array([k in dom.nonzero for k in dom.domain], dtype=bool)
+        start = dom.domain_values(np.hstack([x, np.zeros((x.shape[0], 1))]), par)
+        self.sign = np.where(nz, np.sign(start), 1.0)
+
+    def left(
+        self, y: np.ndarray, lanes: np.ndarray, grid: np.ndarray, bad: np.ndarray
+    ) -> np.ndarray:
+        """Mask over ``lanes`` of those whose grid states ``y`` (lanes, nodes, n) leave."""
+        out = np.zeros(lanes.size, dtype=bool)
+        if self.dom is None:
+            return out
+        labels = list(self.dom.domain)
+        for j, lane in enumerate(lanes.tolist()):
+            rows = y[j][np.all(np.isfinite(y[j]), axis=1)]
+            if rows.shape[0] == 0:
+                continue
+            vals = self.dom.domain_values(rows, self.par[lane][None, :]) * self.sign[lane]
+            outside = ~(vals > 0)
+            how = "left"
+            if not outside.any() and bad[j] and rows.shape[0] > 1:
+                # failed (non-finite, no convergence) within one step of the boundary, heading
+                # to it: the next value, extrapolated linearly, is not inside
+                outside = np.zeros_like(outside)
+                outside[-1] = 2 * vals[-1] - vals[-2] <= 0
+                how = "ran into the boundary of"
+            if outside.any():
+                k, c = np.argwhere(outside)[0]
+                out[j] = True
+                if len(self.hits) < 5:
+                    self.hits.append(
+                        f"#{lane}: {how} domain[{labels[c]!r}] at tau = {grid[k]:.6g} "
+                        f"(t = {rows[k, -1]:.6g})"
+                    )
+        return out
+
+    def note(self) -> str:
+        if not self.hits:
+            return ""
+        return f". {self.dom.name!r} left its domain: " + "; ".join(self.hits)
 
 
 def _quiet(*args: Any, **kwargs: Any) -> IntegrationResult:

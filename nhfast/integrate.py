@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from nhfast._cache import peek
 from nhfast._call import (  # noqa: F401 - the call's constants, importable from here as before
     ADAPTIVE,
@@ -175,6 +177,18 @@ def integrate(
         solve that does not converge, stiffness, leaving the domain) and ``keep_failed`` is
         False.
     """
+    runs = _sides(system, x0, params)
+    if runs is not None and len(runs) > 1:  # initial states on both sides of a singular set
+        return _integrate_sides(
+            runs, x0, t_eval, params,
+            dict(method=method, rtol=rtol, atol=atol, h=h, threads=threads,
+                 observables=observables, max_steps=max_steps, hmax=hmax, tol=tol,
+                 max_iter=max_iter, block=block, stiffness_check=stiffness_check, dense=dense,
+                 events=events, max_events=max_events, order=order, watch_domain=watch_domain),
+            keep_failed,
+        )  # fmt: skip
+    if runs is not None:
+        system = runs[0][2]
     # a call like the last checked one of this system: one compiled pass (_core.PreparedCall)
     entry = peek(system, "call_plan")
     prepared = None if entry is None or entry[0] is None else entry[0].prepared
@@ -190,3 +204,60 @@ def integrate(
                keep_failed, block, stiffness_check, dense, events, max_events, order,
                watch_domain)  # fmt: skip
     return call_for(system, options).run(x0, t_eval, params)
+
+
+def _sides(system: Any, x0: Any, params: Any) -> list[tuple[int, int, Any]] | None:
+    """Runs ``(start, stop, field)`` of consecutive initial states on one side of every
+    ``expr != 0`` domain condition, with the field oriented to that side
+    (:meth:`VectorField.on_side`); None when the system has no such condition, or when
+    ``x0`` / ``params`` are malformed (the call's own checks then name the argument)."""
+    if not getattr(system, "nonzero", ()):
+        return None
+    try:
+        x = np.atleast_2d(np.asarray(x0, dtype=float))
+        par = np.atleast_2d(np.asarray([] if params is None else params, dtype=float))
+    except (TypeError, ValueError):
+        return None
+    if x.ndim != 2 or x.shape[1] != system.n_state:
+        return None
+    if system.n_params and (par.shape[1] != system.n_params or par.shape[0] not in (1, len(x))):
+        return None
+    side = system.sides(x, par if system.n_params else x[:, :0])
+    cuts = [0, *(np.flatnonzero(np.any(side[1:] != side[:-1], axis=1)) + 1).tolist(), len(x)]
+    bounds = zip(cuts[:-1], cuts[1:], strict=True)
+    return [(a, b, system.on_side(tuple(side[a].tolist()))) for a, b in bounds]
+
+
+def _integrate_sides(
+    runs: list[tuple[int, int, Any]],
+    x0: Any,
+    t_eval: Any,
+    params: Any,
+    options: dict[str, Any],
+    keep_failed: bool,
+) -> IntegrationResult:
+    """Each run of initial states on one side of the singular sets as its own batch (the
+    field oriented to that side), assembled in the order of ``x0``; failures reported once."""
+    import warnings
+
+    from nhfast.errors import IntegrationWarning
+
+    x = np.atleast_2d(np.asarray(x0, dtype=float))
+    par = None if params is None else np.atleast_2d(np.asarray(params, dtype=float))
+    parts, notes = [], []
+    for a, b, field in runs:
+        p = params if par is None or par.shape[0] == 1 else par[a:b]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", IntegrationWarning)
+            part = integrate(field, x[a:b], t_eval, params=p, keep_failed=True, **options)
+        notes += [f"rows {a}:{b}: {w.message}" for w in caught]
+        parts.append((a, part))
+    res = IntegrationResult.assemble(parts, x.shape[0])
+    note = ""
+    if notes:
+        note = (
+            ". The initial states lie on both sides of a singular set and ran as separate "
+            "batches (trajectory numbers within each): " + " | ".join(notes)
+        )
+    report_failures(res, res.failed, keep_failed, note, stacklevel=4)
+    return res

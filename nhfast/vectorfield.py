@@ -166,6 +166,30 @@ def _exprs(arg: Any, name: str, labels: Sequence[str] | None = None) -> list[sp.
     return items
 
 
+def _split_nonzero(
+    domain: Mapping[str, Any] | None, nonzero: Sequence[str]
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``domain`` with its ``sp.Ne(expr, 0)`` values replaced by ``expr``, and the labels of
+    the ``expr != 0`` conditions (those and the ones ``nonzero`` names)."""
+    if isinstance(nonzero, str):
+        raise TypeError(f"nonzero must be a sequence of domain labels, got the string {nonzero!r}")
+    dom = dict(domain or {})
+    labels = list(nonzero)
+    for k, v in dom.items():
+        if isinstance(v, sp.Ne):
+            lhs, rhs = v.args
+            dom[k] = lhs if rhs == 0 else lhs - rhs
+            if k not in labels:
+                labels.append(k)
+    unknown = [k for k in labels if k not in dom]
+    if unknown:
+        raise ValueError(
+            f"nonzero names {', '.join(map(repr, unknown))}, not a label of domain "
+            f"({', '.join(map(repr, dom)) or 'empty'})"
+        )
+    return dom, tuple(labels)
+
+
 def checked_exprs(arg: Any, name: str, labels: Sequence[str] | None = None) -> list[sp.Expr]:
     """``arg`` as SymPy scalar expressions, each finite and real (see ``VectorField``); the
     errors name ``labels`` (default ``name[i]``)."""
@@ -247,7 +271,15 @@ class VectorField:
     domain : mapping of str to sympy.Expr, optional
         Conditions ``expr > 0`` (functions of states and params) that define where the
         equations hold, e.g. ``{"hemisphere chart": 1 - s1**2 - s2**2}``; ``integrate``
-        rejects initial states outside it, naming the condition.
+        rejects initial states outside it, naming the condition. A value ``sp.Ne(expr, 0)``
+        is a condition ``expr != 0`` (the singular set of a frame, ``det = 0``, say): its
+        label is added to ``nonzero``.
+    nonzero : sequence of str, optional
+        Labels of ``domain`` conditions that mean ``expr != 0`` rather than ``expr > 0``:
+        the domain is the side of the singular set ``expr = 0`` where the trajectory starts.
+        ``integrate`` orients each such condition by its sign at the initial states
+        (:meth:`oriented`), so that crossing ``expr = 0`` either way stops the trajectory
+        with status ``"left_domain"``.
 
     Raises
     ------
@@ -265,6 +297,7 @@ class VectorField:
     name: str = "system"
     solves: Sequence[Any] = ()
     domain: Mapping[str, sp.Expr] | None = None
+    nonzero: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         self.states = _symbols(self.states, "states")
@@ -294,9 +327,10 @@ class VectorField:
             known |= set(sv.unknowns)
             # derivatives of the unknowns, as used by with_divergence()
             known |= {deriv_symbol(k, a, j) for a in range(sv.r) for j in range(len(self.states))}
-        dom = dict(self.domain or {})
+        dom, nonzero = _split_nonzero(self.domain, self.nonzero)
         labels = [f"domain[{k!r}]" for k in dom]
         self.domain = dict(zip(dom, _exprs(dom.values(), "domain", labels), strict=True))
+        self.nonzero = nonzero
         groups = (
             ("rhs", self.rhs),
             ("observables", list(self.observables.values())),
@@ -356,6 +390,7 @@ class VectorField:
             name=f"{self.name} with divergence",
             solves=self.solves,
             domain=self.domain or None,
+            nonzero=self.nonzero,
         )
 
     def check_domain(self, x: np.ndarray, params: np.ndarray, name: str = "x0") -> None:
@@ -365,13 +400,101 @@ class VectorField:
             return
         vals = self.domain_values(x, params)
         for j, (label, expr) in enumerate(self.domain.items()):
-            bad = np.flatnonzero(~(vals[:, j] > 0))
+            nz = label in self.nonzero
+            bad = np.flatnonzero(~(np.abs(vals[:, j]) > 0 if nz else vals[:, j] > 0))
             if bad.size:
                 raise ValueError(
                     f"{name}: {bad.size} state(s) outside the domain of {self.name!r}: "
-                    f"condition {label!r} ({expr} > 0) fails at row {bad[0]} "
-                    f"(value {vals[bad[0], j]:.3g})"
+                    f"condition {label!r} ({expr} {'!=' if nz else '>'} 0) fails at row "
+                    f"{bad[0]} (value {vals[bad[0], j]:.3g})"
                 )
+
+    def sides(self, x: np.ndarray, params: np.ndarray, name: str = "x0") -> np.ndarray:
+        """Signs (+1 or -1) of the ``nonzero`` conditions at the rows of ``x``, shape
+        ``(rows, len(domain))`` (+1 for the conditions ``expr > 0``).
+
+        Raises
+        ------
+        ValueError
+            If a row violates a condition: ``expr > 0`` fails, or ``expr = 0`` (or not finite)
+            for a ``nonzero`` one (a state on the singular set), naming it.
+        """
+        self.check_domain(x, params, name)
+        vals = self.domain_values(x, params)
+        nz = np.array([k in self.nonzero for k in self.domain], dtype=bool)
+        return np.where(nz, np.sign(vals), 1.0).astype(int)
+
+    def oriented(self, x: np.ndarray, params: np.ndarray, name: str = "x0") -> VectorField:
+        """The field whose ``nonzero`` conditions ``expr != 0`` are oriented by the initial
+        states ``x``: ``expr > 0`` or ``-expr > 0``, the side of ``expr = 0`` where the rows
+        of ``x`` lie (``self`` when there are no such conditions).
+
+        ``integrate`` runs each side as its own batch, so that the crossing of the singular
+        set either way stops a trajectory (status ``"left_domain"``).
+
+        Raises
+        ------
+        ValueError
+            If a row of ``x`` lies on a singular set (``expr = 0`` or not finite), or the rows
+            lie on different sides of one, naming the condition.
+        """
+        if not self.nonzero:
+            return self
+        side = self.sides(x, params, name)
+        for j, label in enumerate(self.domain):
+            col = side[:, j]
+            if np.any(col != col[0]):
+                raise ValueError(
+                    f"{name}: the initial states lie on both sides of the singular set of "
+                    f"{self.name!r}: condition {label!r} ({self.domain[label]} != 0) is "
+                    f"positive at row {int(np.argmax(col > 0))} and negative at row "
+                    f"{int(np.argmax(col < 0))}"
+                )
+        return self.on_side(tuple(side[0].tolist()))
+
+    def on_side(self, signs: tuple[int, ...]) -> VectorField:
+        """The field with the domain's conditions multiplied by ``signs`` (one +1 or -1 per
+        condition, +1 for those not in ``nonzero``) and all of them ``expr > 0``; built once
+        per ``signs`` (the right-hand side and its kernels are shared by content).
+
+        Raises
+        ------
+        ValueError
+            If ``signs`` has the wrong length, a value other than +1 / -1, or flips a
+            condition ``expr > 0``.
+        """
+        labels = list(self.domain)
+        if len(signs) != len(labels) or any(
+            s not in (1, -1) or (s == -1 and k not in self.nonzero)
+            for k, s in zip(labels, signs, strict=True)
+        ):
+            raise ValueError(
+                f"signs must be +1 or -1 for each of the {len(labels)} domain conditions "
+                f"(-1 only for the nonzero ones), got {signs}"
+            )
+        if not self.nonzero:
+            return self
+
+        def build() -> VectorField:
+            dom = {}
+            for (k, e), s in zip(self.domain.items(), signs, strict=True):
+                if k in self.nonzero:
+                    dom[f"{k} ({'>' if s > 0 else '<'} 0 side)"] = e if s > 0 else -e
+                else:
+                    dom[k] = e
+            return VectorField(
+                states=self.states,
+                rhs=self.rhs,
+                params=self.params,
+                observables=self.observables,
+                time=self.time,
+                split=self.split,
+                name=self.name,
+                solves=self.solves,
+                domain=dom,
+            )
+
+        return memo(self, ("on side", tuple(signs)), build)
 
     def domain_values(self, x: np.ndarray, params: np.ndarray) -> np.ndarray:
         """The domain's conditions (``expr`` of ``expr > 0``) at the rows of ``x``, shape

@@ -168,7 +168,9 @@ def _domain_ok(vf: VectorField, x: np.ndarray, par: np.ndarray) -> np.ndarray:
     if not vf.domain:
         return np.ones(x.shape[0], dtype=bool)
     vals = _eval(vf, list(vf.domain.values()), x, par)
-    return np.all(vals > 0, axis=1)
+    # a condition expr != 0 (a frame's singular set) holds on both of its sides
+    nz = np.array([k in getattr(vf, "nonzero", ()) for k in vf.domain])
+    return np.all(np.where(nz, np.abs(vals) > 0, vals > 0), axis=1)
 
 
 def check_states(

@@ -46,6 +46,7 @@ import sympy as sp
 
 from nhfast.symbolic import frames as _fr
 from nhfast.symbolic._util import Simplifier, as_symbol_list, fresh_symbols, simplifier
+from nhfast.symbolic.charts import cancel_removable
 from nhfast.vectorfield import LinearSolve  # one definition, shared with the code generator
 
 __all__ = [
@@ -80,7 +81,8 @@ class EquationsOfMotion:
     solves : list of LinearSolve
         Auxiliary linear systems (see module docstring); empty for explicit equations.
     domain : dict
-        Conditions ``expr > 0`` where the equations hold (a chart's domain, say).
+        Conditions ``expr > 0`` where the equations hold (a chart's domain, say), or
+        ``sp.Ne(expr, 0)`` for ``expr != 0`` (a frame's singular set; see ``VectorField``).
     kind : str
         Which construction produced the equations.
     """
@@ -350,8 +352,9 @@ def almost_poisson_equations(
 
 
 def _frame_domain(system: Any) -> dict:
-    """The domain of a system's frame: for a ``ChaplyginSystem`` the frame is made of the
-    horizontal lifts, singular where the splitting determinant vanishes (``chart_domain``)."""
+    """The domain of a system's frame (``chart_domain``): the singular set of the coordinate
+    or given frame of a ``NonholonomicSystem``; for a ``ChaplyginSystem`` the frame is made of
+    the horizontal lifts, singular where the splitting determinant vanishes."""
     chart_domain = getattr(system, "chart_domain", None)
     return dict(chart_domain()) if callable(chart_domain) else {}
 
@@ -408,7 +411,11 @@ def hamel_equations(
     Rcols: dict[tuple[int, int], sp.Matrix] = {}
     if pairs:
         sol = X.LUsolve(sp.Matrix.hstack(*(brackets[pr] for pr in pairs)))
-        Rcols = {pr: sol[:, c].applyfunc(simp) for c, pr in enumerate(pairs)}
+        # the pivots of the completed frame may leave a removable 0/0 (tan(theta)/tan(theta))
+        Rcols = {
+            pr: sol[:, c].applyfunc(lambda x: cancel_removable(simp(x)))
+            for c, pr in enumerate(pairs)
+        }
 
     def R(m: int, i: int, k: int) -> sp.Expr:
         if i == k:
@@ -428,7 +435,7 @@ def hamel_equations(
             for l_ in range(r):
                 t -= sum((R(m, i, k) * g[m, l_] for m in range(n)), sp.Integer(0)) * v[k] * v[l_]
         t -= along(i, U)
-        f.append(simp(t))
+        f.append(cancel_removable(simp(t)))
     acc, solves = inverse_or_solve(
         K, f, inverse, [f"a_{i + 1}" for i in range(r)], taken | {str(s) for s in v}, simp
     )

@@ -289,7 +289,10 @@ def lie_chaplygin_system(
     -------
     ReducedChaplyginSystem
         ``K``, ``C`` (``C[i, j, k] = C^k_ij``), with ``extra["B"]`` (``B[i, j, l]``),
-        ``extra["brackets"]`` (``{(i, j): [X_i, X_j]}`` for ``i < j``) and ``extra["lifts"]``.
+        ``extra["brackets"]`` (``{(i, j): [X_i, X_j]}`` for ``i < j``), ``extra["lifts"]`` and,
+        when the lifts hold a square root ``sqrt(P)`` of a polynomial of the shape coordinates
+        (a hemisphere chart), ``extra["domain"]``: the chart's domain ``P > 0``, carried to the
+        equations of motion so that ``integrate`` stops at its boundary.
 
     Raises
     ------
@@ -384,7 +387,11 @@ def lie_chaplygin_system(
         C = coefficients_from_pairings(K, B, simplify=simplify)
     elif rad is not None:
         C = C.applyfunc(lambda e: rad.reduce(e) if e.has(rad.w) else e)
+    domain: dict[str, Any] = {}
     if rad is not None:
+        # the chart is where the root is real and nonzero: sqrt(P) with P > 0 (a hemisphere
+        # chart, P = 1 - |s|^2); the equations blow up at P = 0 (the equator)
+        domain = {f"chart: {rad.base} > 0 (sqrt({rad.base}) real, nonzero)": rad.base}
         K = K.applyfunc(rad.back)
         B = B.applyfunc(rad.back)
         C = C.applyfunc(rad.back)
@@ -397,5 +404,5 @@ def lie_chaplygin_system(
         potential=potential,
         params=ps,
         name=name,
-        extra={"B": B, "brackets": brackets, "lifts": X},
+        extra={"B": B, "brackets": brackets, "lifts": X, **({"domain": domain} if domain else {})},
     )

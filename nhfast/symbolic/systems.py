@@ -28,6 +28,7 @@ import numpy as np
 import sympy as sp
 from sympy.core.function import AppliedUndef
 
+from nhfast.symbolic import charts as _ch
 from nhfast.symbolic import frames as _fr
 from nhfast.symbolic._util import (
     Simplifier,
@@ -138,20 +139,40 @@ class NonholonomicSystem:
     simplify : bool or callable, optional
         Simplifier used when building the frame and the default for the geometric methods
         (True: ``cancel``/``simplify``; a callable for domain-specific normal forms).
+    dependent : list of sympy.Symbol, optional
+        With ``constraints``: the ``k`` dependent coordinates of the coordinate frame (their
+        block of ``W`` must be generically invertible).  Default: chosen as described below.
 
     Raises
     ------
     TypeError
         If an argument has the wrong type (names the argument).
     ValueError
-        Wrong shape, non-symmetric metric, rank-deficient constraints/frame, undeclared symbols.
+        Wrong shape, non-symmetric metric, rank-deficient constraints/frame, undeclared symbols,
+        an unknown ``frame`` name, a ``dependent`` set that is not ``k`` coordinates with a
+        generically invertible block, or ``frame="regular"`` for constraints that have no
+        regular frame in closed form.
 
     Notes
     -----
-    When ``constraints`` are given, the frame of ``D`` is ``e = [I; -W_dep^{-1} W_free]`` (rows
-    reordered to ``q``): the dependent coordinates are the last ``k`` coordinates of ``q`` whose
-    columns of ``W`` form a generically invertible block, so that the quasi-velocities are the
-    velocities of the remaining (free) coordinates.
+    With ``constraints``, ``frame`` may name the frame of ``D = ker W`` to build:
+
+    * ``"coordinates"`` (default): ``e = [I; -W_dep^{-1} W_free]`` (rows reordered to ``q``),
+      so that the quasi-velocities are the velocities of the free coordinates.  The dependent
+      coordinates are ``dependent``, or else the last ``k`` coordinates of ``q`` whose columns
+      of ``W`` form a generically invertible block.  The frame is singular where
+      ``det W_dep = 0``.
+    * ``"regular"``: for one constraint row ``w`` with exactly two entries ``a, b`` that are not
+      identically zero (``a dq^i + b dq^j = 0``, e.g. a knife edge), the normalised complement
+      ``(b d/dq^i - a d/dq^j) / sqrt(a^2 + b^2)`` and the other coordinate fields: singular
+      only where ``a = b = 0`` (nowhere when ``a^2 + b^2`` is constant).
+
+    ``frame_domain`` holds the singular set of the frame (given or built) as ``domain``
+    conditions: ``sp.Ne(det W_dep, 0)`` (``det W_dep != 0``, the side of the start is kept by
+    ``integrate``), ``a^2 + b^2 > 0`` for the regular frame, and for a given frame the
+    nonvanishing of the denominators of its entries and of its Gram determinant.  The
+    equations of motion built from the system carry it, so ``integrate`` stops a trajectory
+    that reaches it with status ``"left_domain"``, naming the condition.
     """
 
     def __init__(
@@ -163,6 +184,7 @@ class NonholonomicSystem:
         frame: Any = None,
         params: Sequence[sp.Symbol] = (),
         simplify: Simplifier = True,
+        dependent: Sequence[sp.Symbol] | None = None,
     ) -> None:
         self.simplify: Simplifier = simplify
         simplifier(simplify)  # validates the argument
@@ -173,15 +195,29 @@ class NonholonomicSystem:
         self.metric: sp.Matrix = _check_metric(metric, n, declared)
         self.potential: sp.Expr = as_expr(potential, "potential")
         check_declared(self.potential, "potential", declared)
-        if constraints is not None and frame is not None:
+        kind = _ch.frame_kind(frame, constraints, dependent)
+        if constraints is not None and kind is None:
             raise ValueError("give either constraints (1-forms) or frame (spanning D), not both")
         self.constraint_forms: sp.Matrix | None = None
+        #: Dependent coordinates of the coordinate frame (None for other frames).
+        self.dependent: list[sp.Symbol] | None = None
+        #: The frame's singular set as ``domain`` conditions (see Notes).
+        self.frame_domain: dict[str, Any] = {}
+        simp = simplifier(simplify)
         if constraints is not None:
             w = _full_rank_matrix(constraints, "constraints", n, declared)
             self.constraint_forms = w
-            self.frame: sp.Matrix = self._frame_from_forms(w)
+            if kind == "regular":
+                self.frame: sp.Matrix = _ch.regular_frame(w, self.q, simp)
+                self.frame_domain = _ch.regular_domain(w, self.q, simp)
+            else:
+                dep = _ch.dependent_columns(w, self.q, declared, dependent)
+                self.dependent = [self.q[a] for a in dep]
+                self.frame = _ch.coordinate_frame(w, dep, simp)
+                self.frame_domain = _ch.block_domain(w, dep, self.q, simp, self.frame)
         elif frame is not None:
             self.frame = _full_rank_matrix(frame, "frame", n, declared)
+            self.frame_domain = _ch.given_frame_domain(self.frame, self.q, simp)
         else:
             self.frame = sp.eye(n)
 
@@ -195,29 +231,6 @@ class NonholonomicSystem:
     def rank(self) -> int:
         """Rank ``r`` of the constraint distribution D."""
         return int(self.frame.cols)
-
-    def _frame_from_forms(self, w: sp.Matrix) -> sp.Matrix:
-        n, k = w.cols, w.rows
-        declared = self.q + self.params
-        # choose k dependent columns, preferring the last ones, generically invertible
-        from itertools import combinations
-
-        pt = generic_point(declared, seed=11)
-        for dep in reversed(list(combinations(range(n), k))):
-            if numeric_rank(w[:, list(dep)], pt) == k:
-                break
-        else:  # pragma: no cover - excluded by the rank check
-            raise ValueError("constraints: no invertible k x k block found")
-        free = [a for a in range(n) if a not in dep]
-        h = w[:, list(dep)].LUsolve(-w[:, free])
-        e = sp.zeros(n, len(free))
-        for c, a in enumerate(free):
-            e[a, c] = 1
-        simp = simplifier(self.simplify)
-        for row, a in enumerate(dep):
-            for c in range(len(free)):
-                e[a, c] = simp(h[row, c])
-        return e
 
     # -- geometry -------------------------------------------------------------------------
     def _simp(self, simplify: Simplifier | str) -> Simplifier:
@@ -242,6 +255,24 @@ class NonholonomicSystem:
         return _fr.constraint_coefficients(
             self.metric, self.frame, self.q, simplify=self._simp(simplify)
         )
+
+    def chart_domain(self, at: Mapping[sp.Symbol, Any] | None = None) -> dict[str, Any]:
+        """The frame's singular set as ``domain`` conditions (``frame_domain``), with ``at``
+        substituted; conditions that become constants are dropped (no singular set there).
+
+        Returns
+        -------
+        dict
+            ``{label: condition}``: ``sp.Ne(expr, 0)`` for ``expr != 0`` or ``expr`` for
+            ``expr > 0``.
+        """
+        out = {}
+        for label, cond in self.frame_domain.items():
+            c = cond.subs(dict(at)) if at else cond
+            expr = c.args[0] if isinstance(c, sp.Ne) else c
+            if isinstance(c, sp.Expr | sp.Ne) and sp.sympify(expr).free_symbols & set(self.q):
+                out[label] = c
+        return out
 
     def completed_frame(self) -> sp.Matrix:
         """Square frame ``[e_1..e_r, d/dq^a ...]``: the frame of D completed by coordinate fields.
@@ -403,6 +434,7 @@ class ChaplyginSystem(NonholonomicSystem):
             )
         simp = simplifier(simplify)
         self.splitting_determinant: sp.Expr | None = simp(wg.det()) if len(grp) <= 3 else None
+        self.dependent = list(grp)
         if self.potential.free_symbols & set(grp):
             raise ValueError(
                 "potential depends on group coordinate(s) "
@@ -418,6 +450,7 @@ class ChaplyginSystem(NonholonomicSystem):
             for c in range(len(sh)):
                 hor[a, c] = simp(h[row, c])
         self.frame = hor
+        self.frame_domain = self.chart_domain()
 
     def horizontal_lifts(self) -> sp.Matrix:
         """``n x r`` matrix whose column ``i`` is ``hor d/ds^i``."""
@@ -488,9 +521,10 @@ class ChaplyginSystem(NonholonomicSystem):
 
         The splitting ``T_qQ = D (+) g.q`` fails where ``det W_g`` (``splitting_determinant``)
         vanishes, e.g. at ``sin(theta) = 0`` for the Chaplygin sleigh with ``G`` =
-        x-translations; there ``K`` and ``C`` blow up.  The condition is ``det(W_g)**2 > 0``
-        (labelled with the determinant), a function of the shape coordinates and params;
-        ``integrate`` rejects initial states on the singular locus, naming it.
+        x-translations; there ``K`` and ``C`` blow up.  The condition is
+        ``sp.Ne(det W_g, 0)`` (labelled with the determinant), a function of the shape
+        coordinates and params; ``integrate`` rejects initial states on the singular locus and
+        stops a trajectory that reaches it (status ``"left_domain"``), naming it.
 
         Parameters
         ----------
@@ -500,15 +534,23 @@ class ChaplyginSystem(NonholonomicSystem):
         Returns
         -------
         dict
-            ``{label: det(W_g)**2}``, or empty when the determinant is unknown (``dim G > 3``),
-            does not depend on the shape coordinates (no singular locus in the chart), or
-            still depends on group coordinates (no condition on the reduced space).
+            ``{label: sp.Ne(det W_g, 0)}`` (for ``dim G > 3``: the product of the
+            denominators of the horizontal lifts ``!= 0``), or empty when it does not depend
+            on the shape coordinates (no singular locus in the chart), or still depends on
+            group coordinates (no condition on the reduced space).
         """
         det = self.splitting_determinant
-        if det is None:
-            return {}
+        if det is None:  # dim G > 3: the denominators of the horizontal lifts
+            dens = _ch.denominators(list(self.frame), self.q)
+            if not dens:
+                return {}
+            prod = sp.sympify(sp.Mul(*dens)).subs(dict(at or {}))
+            free = prod.free_symbols
+            if not (free & set(self.shape)) or not free <= set(self.shape) | set(self.params):
+                return {}
+            return {f"Chaplygin chart: denominators of the lifts {prod} != 0": sp.Ne(prod, 0)}
         det = sp.sympify(det).subs(dict(at or {}))
         free = det.free_symbols
         if not (free & set(self.shape)) or not free <= set(self.shape) | set(self.params):
             return {}
-        return {f"Chaplygin chart: splitting det W_g = {det} != 0": det**2}
+        return {f"Chaplygin chart: splitting det W_g = {det} != 0": sp.Ne(det, 0)}

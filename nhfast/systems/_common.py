@@ -7,7 +7,8 @@ from typing import Any
 
 import sympy as sp
 
-from nhfast.symbolic._util import generic_rank, matrix_is_zero
+from nhfast.symbolic._util import generic_rank, matrix_is_zero, simplifier
+from nhfast.symbolic.charts import given_frame_domain
 from nhfast.symbolic.systems import NonholonomicSystem
 
 __all__: list[str] = []
@@ -39,7 +40,8 @@ def potential_expr(potential: Any, args: Sequence[Any]) -> sp.Expr:
 
 
 def with_frame(system: NonholonomicSystem, frame: sp.Matrix) -> NonholonomicSystem:
-    """Replace the frame of D computed from the 1-forms by ``frame`` (a paper's frame).
+    """Replace the frame of D computed from the 1-forms by ``frame`` (a paper's frame), and
+    the frame's singular set (``frame_domain``) by that of ``frame``.
 
     Raises
     ------
@@ -53,4 +55,7 @@ def with_frame(system: NonholonomicSystem, frame: sp.Matrix) -> NonholonomicSyst
     if generic_rank(frame, system.q + system.params) < system.rank:
         raise ValueError("frame: columns are not independent at generic points")
     system.frame = frame
+    # the singular set of the new frame replaces that of the coordinate frame
+    system.dependent = None
+    system.frame_domain = given_frame_domain(frame, system.q, simplifier(system.simplify))
     return system

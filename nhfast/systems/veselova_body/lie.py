@@ -67,7 +67,8 @@ def lie_algebra_system(
     Returns
     -------
     ReducedChaplyginSystem
-        Shape ``s1..s<n-1>``; ``extra`` holds ``gamma``, ``B``, ``brackets``, ``lifts``.
+        Shape ``s1..s<n-1>``; ``extra`` holds ``gamma``, ``B``, ``brackets``, ``lifts`` and
+        the chart's ``domain`` ``1 - |s|^2 > 0`` (``integrate`` stops at the equator).
     """
     check_dimension(n)
     s = chart_symbols(n)
@@ -102,6 +103,8 @@ def lie_algebra_system(
         compute_C=compute_C,
     )
     red.extra["gamma"] = gamma
+    # the chart's domain (as in the closed-form chart): gamma_n = sqrt(1 - |s|^2) > 0
+    red.extra["domain"] = {"hemisphere chart: gamma_n > 0": 1 - sum(si**2 for si in s)}
     return red
 
 
