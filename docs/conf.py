@@ -104,6 +104,7 @@ _API_MODULES = [
     "nhfast.distributed",
     "nhfast.events",
     "nhfast.experiments",
+    "nhfast.hamiltonised",
 ]
 
 
