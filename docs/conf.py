@@ -38,7 +38,7 @@ extensions = [
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 exclude_patterns = ["_build", "**.ipynb_checkpoints", "examples"]
 templates_path = ["_templates"]
-html_static_path = ["_static"]
+html_static_path: list[str] = []
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"nhfast {release}"
