@@ -211,8 +211,9 @@ def chart_to_embedded(s: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def embedded_to_chart(gamma: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Inverse of :func:`chart_to_embedded`: ``s = gamma_{1..n-1}``,
-    ``p_k = m_k - gamma_k m_n / gamma_n`` (requires ``gamma_n > 0``).
+    """Inverse of :func:`chart_to_embedded` (requires ``gamma_n > 0``).
+
+    ``s = gamma_{1..n-1}``, ``p_k = m_k - gamma_k m_n / gamma_n``.
 
     Parameters
     ----------
@@ -301,7 +302,7 @@ def join_state(gamma: np.ndarray, m: np.ndarray) -> np.ndarray:
 
 
 def project_to_constraints(x: np.ndarray) -> np.ndarray:
-    """Project states onto ``|gamma| = 1``, ``gamma . m = 0``.
+    """Project states onto ``|gamma| = 1``, ``gamma^T m = 0``.
 
     ``gamma -> gamma / |gamma|`` and ``m -> m - (gamma . m) gamma`` (orthogonal projection,
     after normalising).  For explicit schemes between output intervals; the Gauss-Legendre

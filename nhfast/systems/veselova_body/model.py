@@ -94,7 +94,7 @@ def veselova(
     >>> from nhfast.systems import veselova
     >>> veselova(4).K.shape
     (3, 3)
-    >>> veselova(16, form="structured", inertia="physical").n_states
+    >>> veselova(16, form="structured", inertia="physical").n_state
     32
     """
     if form not in FORMS:
