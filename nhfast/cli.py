@@ -194,9 +194,10 @@ def _parser() -> argparse.ArgumentParser:
         "pairwise) "
         "their structured numerical counterparts, and each check's figure 'form' says which "
         "ran. Prints the verdicts and figures and writes report.txt, report.json, PNG plots and "
-        "the index report.md. A system of your own: FILE.py:FACTORY, where FACTORY(**--arg) "
-        "returns a nhfast.experiments.SystemSpec (the system with parameter values, an "
-        "initial-state sampler and its claims: density, first integrals, constraints) or the "
+        "the index report.md. A system of your own: FILE.py:FACTORY, where FACTORY(...) "
+        "(the --arg KEY=VALUE pairs as keywords) returns a nhfast.experiments.SystemSpec "
+        "(the system with parameter values, an initial-state sampler and its claims: "
+        "density, first integrals, constraints) or the "
         "system alone; a check whose data is not given is reported as 'not run: needs ...'.",
         epilog=_EPILOG,
     )
