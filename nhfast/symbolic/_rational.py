@@ -25,7 +25,7 @@ from sympy.polys.domains import QQ
 from sympy.polys.rings import PolyElement, PolyRing
 from sympy.polys.rings import ring as poly_ring
 
-__all__ = ["normal", "derivative", "numerator_denominator"]
+__all__ = ["normal", "derivative", "numerator_denominator", "denominator_factors", "is_rational"]
 
 
 class _NotRational(Exception):
@@ -146,6 +146,21 @@ def numerator_denominator(e: Any) -> tuple[sp.Expr, sp.Expr]:
         return _expanded(n), sp.Mul(*[b**k for b, k in d.items() if k])
     _, n, d = parts
     return n.as_expr(), sp.Mul(*[b.as_expr() ** k for b, k in d.items() if k])
+
+
+def is_rational(e: Any) -> bool:
+    """True when ``e`` is a rational function of its symbols over ``QQ``."""
+    e = sp.sympify(e)
+    return e.is_Rational or _ring_parts(e) is not None
+
+
+def denominator_factors(e: Any) -> list[sp.Expr]:
+    """The polynomial factors of the denominator of :func:`normal` (each once, not
+    necessarily irreducible); ``[]`` for a polynomial or what is not rational."""
+    parts = _ring_parts(sp.sympify(e))
+    if parts is None:
+        return []
+    return [b.as_expr() for b, k in parts[2].items() if k]
 
 
 @lru_cache(maxsize=65536)
