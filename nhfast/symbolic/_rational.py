@@ -25,7 +25,14 @@ from sympy.polys.domains import QQ
 from sympy.polys.rings import PolyElement, PolyRing
 from sympy.polys.rings import ring as poly_ring
 
-__all__ = ["normal", "derivative", "numerator_denominator", "denominator_factors", "is_rational"]
+__all__ = [
+    "normal",
+    "derivative",
+    "numerator_denominator",
+    "denominator_factors",
+    "is_rational",
+    "closed_form_defects",
+]
 
 
 class _NotRational(Exception):
@@ -163,6 +170,63 @@ def denominator_factors(e: Any) -> list[sp.Expr]:
     return [b.as_expr() for b, k in parts[2].items() if k]
 
 
+def _ring_derivative(
+    R: PolyRing, n: PolyElement, d: Den, xg: PolyElement
+) -> tuple[PolyElement, Den]:
+    moving = [(b, k, b.diff(xg)) for b, k in d.items() if k]
+    moving = [(b, k, db) for b, k, db in moving if db]
+    # d(n / prod b^k) = (n' prod_m b - n sum_m k_m b_m' prod_{m' != m} b_m') / (prod b^k prod_m b)
+    whole = R.one
+    for b, _, _ in moving:
+        whole = whole * b
+    num = n.diff(xg) * whole
+    for i, (_, k, db) in enumerate(moving):
+        others = R.one
+        for j, (b2, _, _) in enumerate(moving):
+            if j != i:
+                others = others * b2
+        num -= n * db * others * k
+    den = dict(d)
+    for b, _, _ in moving:
+        den[b] += 1
+    return num, den
+
+
+def _ring_sub(R: PolyRing, u: tuple[PolyElement, Den], v: tuple[PolyElement, Den]) -> PolyElement:
+    """The numerator of ``u - v`` over the lcm of their factors."""
+    den: Den = dict(u[1])
+    for b, k in v[1].items():
+        den[b] = max(den.get(b, 0), k)
+    nu = u[0] * _den_product(R, {b: k - u[1].get(b, 0) for b, k in den.items()})
+    nv = v[0] * _den_product(R, {b: k - v[1].get(b, 0) for b, k in den.items()})
+    return nu - nv
+
+
+def closed_form_defects(
+    form: list[Any], s: list[sp.Symbol]
+) -> dict[tuple[int, int], sp.Expr] | None:
+    """``{(i, j): d_i alpha_j - d_j alpha_i}`` for the pairs ``i < j`` where it is not
+    identically zero, computed in one polynomial ring (empty: ``alpha`` is closed); None
+    when a component is not rational in its symbols."""
+    exprs = [sp.sympify(a) for a in form]
+    gens = tuple(
+        sorted(set().union(*(e.free_symbols for e in exprs)) | set(s), key=default_sort_key)
+    )
+    R = _ring(gens)
+    index = {g: i for i, g in enumerate(gens)}
+    try:
+        parts = [_to_ring(e, R, index) for e in exprs]
+    except _NotRational:
+        return None
+    grads = [[_ring_derivative(R, n, d, R.gens[index[x]]) for x in s] for n, d in parts]
+    out = {}
+    for i in range(len(s)):
+        for j in range(i + 1, len(s)):
+            if _ring_sub(R, grads[j][i], grads[i][j]):
+                out[(i, j)] = normal(derivative(exprs[j], s[i]) - derivative(exprs[i], s[j]))
+    return out
+
+
 @lru_cache(maxsize=65536)
 def derivative(e: Any, x: sp.Symbol) -> sp.Expr:
     """``d e / d x`` in :func:`normal` form, by the quotient rule on the numerator and the
@@ -181,23 +245,7 @@ def derivative(e: Any, x: sp.Symbol) -> sp.Expr:
                 terms.append(-k * n * db / (den * b))
         return normal(sp.Add(*terms))
     R, n, d = parts
-    xg = R.gens[R.symbols.index(x)]
-    moving = [(b, k, b.diff(xg)) for b, k in d.items() if k]
-    moving = [(b, k, db) for b, k, db in moving if db]
-    # d(n / prod b^k) = (n' prod_m b - n sum_m k_m b_m' prod_{m' != m} b_m') / (prod b^k prod_m b)
-    whole = R.one
-    for b, _, _ in moving:
-        whole = whole * b
-    num = n.diff(xg) * whole
-    for i, (_, k, db) in enumerate(moving):
-        others = R.one
-        for j, (b2, _, _) in enumerate(moving):
-            if j != i:
-                others = others * b2
-        num -= n * db * others * k
-    den = dict(d)
-    for b, _, _ in moving:
-        den[b] += 1
+    num, den = _ring_derivative(R, n, d, R.gens[R.symbols.index(x)])
     return _from_ring(num, den)
 
 

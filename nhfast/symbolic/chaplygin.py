@@ -27,7 +27,13 @@ from typing import Any
 
 import sympy as sp
 
-from nhfast.symbolic._rational import denominator_factors, derivative, is_rational, normal
+from nhfast.symbolic._rational import (
+    closed_form_defects,
+    denominator_factors,
+    derivative,
+    is_rational,
+    normal,
+)
 from nhfast.symbolic._util import (
     Simplifier,
     as_expr,
@@ -295,12 +301,13 @@ def _rational_measure(red: Any) -> MeasureResult | None:
     if not all(is_rational(c) for c in sp.flatten(C)):
         return None
     th = [normal(sp.Add(*[C[j, i, j] for j in range(r)])) for i in range(r)]
+    defects = closed_form_defects(th, s)
+    if defects is None:  # pragma: no cover - th is rational when C is
+        return None
     dth = sp.zeros(r, r)
-    for i in range(r):
-        for j in range(i + 1, r):
-            dth[i, j] = normal(derivative(th[j], s[i]) - derivative(th[i], s[j]))
-            dth[j, i] = -dth[i, j]
-    bad = next(((i, j) for i in range(r) for j in range(i + 1, r) if dth[i, j] != 0), None)
+    for (i, j), e in defects.items():
+        dth[i, j], dth[j, i] = e, -e
+    bad = min(defects, default=None)
     if bad is not None:
         return MeasureResult(th, dth, False, reason=f"d Theta != 0: component {bad} = {dth[bad]}")
     if all(t == 0 for t in th):
