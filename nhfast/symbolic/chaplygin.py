@@ -27,6 +27,13 @@ from typing import Any
 
 import sympy as sp
 
+from nhfast.symbolic._rational import (
+    closed_form_defects,
+    denominator_factors,
+    derivative,
+    is_rational,
+    normal,
+)
 from nhfast.symbolic._util import (
     Simplifier,
     as_expr,
@@ -261,6 +268,10 @@ def invariant_measure(system: Any, simplify: Simplifier = True) -> MeasureResult
     MeasureResult
     """
     red = reduced_system(system)
+    if simplify is True or simplify is False or simplify is None:
+        fast = _rational_measure(red)
+        if fast is not None:
+            return fast
     th = theta_form(red.C, simplify=simplify)
     dth = exterior_derivative(th, red.s, simplify=simplify)
     if not all(is_zero(e) for e in dth):
@@ -275,6 +286,71 @@ def invariant_measure(system: Any, simplify: Simplifier = True) -> MeasureResult
         sigma = integrate_exact_form(th, red.s, simplify=simplify)
     except ValueError as exc:
         return MeasureResult(th, dth, True, reason=str(exc))
+    return MeasureResult(th, dth, True, sigma=sigma, density=real_density(sigma))
+
+
+def _rational_measure(red: Any) -> MeasureResult | None:
+    """:func:`invariant_measure` for gyroscopic coefficients rational in ``s`` and the
+    parameters, without simplification: ``Theta`` in the gcd-free normal form of
+    :mod:`nhfast.symbolic._rational`, ``d Theta = 0`` decided exactly there, and ``sigma``
+    sought as ``sum_k c_k log f_k`` over the irreducible factors ``f_k`` of the
+    denominators of ``Theta`` (constants ``c_k`` from exact values at rational points,
+    then verified symbolically).  None where that does not apply (the caller then takes the
+    general route); the result is the same measure."""
+    C, s, r = red.C, list(red.s), red.rank
+    if not all(is_rational(c) for c in sp.flatten(C)):
+        return None
+    th = [normal(sp.Add(*[C[j, i, j] for j in range(r)])) for i in range(r)]
+    defects = closed_form_defects(th, s)
+    if defects is None:  # pragma: no cover - th is rational when C is
+        return None
+    dth = sp.zeros(r, r)
+    for (i, j), e in defects.items():
+        dth[i, j], dth[j, i] = e, -e
+    bad = min(defects, default=None)
+    if bad is not None:
+        return MeasureResult(th, dth, False, reason=f"d Theta != 0: component {bad} = {dth[bad]}")
+    if all(t == 0 for t in th):
+        return MeasureResult(th, dth, True, sigma=sp.Integer(0), density=sp.Integer(1))
+    factors: list[sp.Expr] = []
+    for t in th:
+        for b in denominator_factors(t):
+            for f, _ in sp.factor_list(b)[1]:
+                if f.free_symbols & set(s) and f not in factors and -f not in factors:
+                    factors.append(f)
+    if not factors:
+        return None
+    logd = [[normal(derivative(f, x) / f) for f in factors] for x in s]
+    symbols = sorted(set().union(*(t.free_symbols for t in th)) | set(s), key=str)
+    rows, rhs = [], []
+    rng = random.Random(5)
+    tries = 0
+    while len(rows) < len(factors) + 2 * r and tries < 20 * (len(factors) + 2):
+        tries += 1
+        pt = {x: sp.Rational(rng.randint(1, 60), rng.randint(61, 97)) for x in symbols}
+        if any(f.xreplace(pt) == 0 for f in factors):
+            continue
+        try:
+            vals = [[ld.xreplace(pt) for ld in row] for row in logd]
+            tv = [t.xreplace(pt) for t in th]
+        except ZeroDivisionError:  # pragma: no cover - a pole of a factor's derivative
+            continue
+        if any(not v.is_Rational for v in [*tv, *sp.flatten(vals)]):
+            continue
+        rows += vals
+        rhs += tv
+    try:
+        sol, free = sp.Matrix(rows).gauss_jordan_solve(sp.Matrix(rhs))
+    except ValueError:  # inconsistent: Theta is not a sum of logarithmic derivatives
+        return None
+    if free.shape[0]:
+        sol = sol.xreplace({x: 0 for x in free})
+    coef = list(sol)
+    for i in range(r):
+        check = th[i] - sp.Add(*[c * ld for c, ld in zip(coef, logd[i], strict=True)])
+        if normal(check) != 0:
+            return None
+    sigma = sp.Add(*[c * sp.log(f) for c, f in zip(coef, factors, strict=True) if c != 0])
     return MeasureResult(th, dth, True, sigma=sigma, density=real_density(sigma))
 
 

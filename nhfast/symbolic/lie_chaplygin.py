@@ -209,17 +209,70 @@ def pairings_solution(
     )
     # (Knum / kden) C = Bnum / bden  =>  C = kden Knum^-1 Bnum / bden
     sol, den = Kd.solve_den(Bd, method="charpoly")
-    bottom = den * bden
+    # every C^k_ij has the denominator den * bden: split it into factors once, then cancel
+    # each entry by trial division by them (exact division is far cheaper than a gcd per entry)
+    scale, factors = _denominator_factors(den, bden, kden)
     for c, (i, j) in enumerate(pairs):
         for m in range(r):
             num = sol[m, c].element * kden
             if not num:
                 continue
-            p, q = num.cancel(bottom)
+            p, q = _cancel_by_factors(num, scale, factors)
             val = p.as_expr() / q.as_expr()
             C[i, j, m] = val
             C[j, i, m] = -val
     return C
+
+
+def _denominator_factors(den: Any, bden: Any, kden: Any) -> tuple[Any, list[tuple[Any, int]]]:
+    """``den * bden = scale prod f^k``: the irreducible factors of the small ``bden`` and
+    ``kden`` divided out of ``den`` as often as they go; what remains of ``den`` is one more
+    factor (factoring it outright is slow in many variables; if it is reducible, entries may
+    keep a common factor, which changes no value)."""
+    scale = den.ring.domain.one
+    small: list[Any] = []
+    for poly in (bden, kden):
+        c, fl = poly.factor_list()
+        small += [f for f, _ in fl if f not in small]
+    out: dict[Any, int] = {}
+    rest = den
+    for f in small:
+        while True:
+            quo, rem = rest.div(f)
+            if rem:
+                break
+            rest = quo
+            out[f] = out.get(f, 0) + 1
+    c, fl = bden.factor_list()
+    scale = scale * c
+    for f, k in fl:
+        out[f] = out.get(f, 0) + k
+    if rest.is_ground:
+        scale = scale * rest.LC
+    else:
+        lc = rest.LC
+        scale = scale * lc
+        rest = rest.quo_ground(lc)
+        out[rest] = out.get(rest, 0) + 1
+    return scale, list(out.items())
+
+
+def _cancel_by_factors(num: Any, scale: Any, factors: list[tuple[Any, int]]) -> tuple[Any, Any]:
+    """``num / (scale prod f^k)`` in lowest terms: each factor ``f`` (irreducible) divides out
+    of ``num`` as often as it divides it, at most ``k`` times; the rest is the denominator
+    (made monic: its leading coefficient moves to the numerator)."""
+    p, q = num, num.ring.one
+    for f, k in factors:
+        left = k
+        while left:
+            quo, rem = p.div(f)
+            if rem:
+                break
+            p, left = quo, left - 1
+        if left:
+            q = q * f**left
+    lc = q.LC * scale
+    return p.quo_ground(lc), q.quo_ground(q.LC)
 
 
 def _as_elements(lifts: Any) -> list[sp.Matrix]:

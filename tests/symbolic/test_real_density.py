@@ -36,3 +36,42 @@ def test_densities_sympy_knows_positive_are_unchanged() -> None:
     assert res.density.equals(sp.exp(res.sigma))
     x, y = red.s
     assert complex(res.density.subs({x: 0.3, y: -2.0})).imag == 0
+
+
+def test_physical_veselova_n5_density_is_real_and_preserved() -> None:
+    """Issue 32, item 2: the Veselova body with the physical inertia at n = 5 (rational j).
+
+    The potential of Theta is ``-1/2 log P`` for a polynomial ``P`` that SymPy may write with
+    either sign; written as ``log(-P)`` with ``-P < 0`` on the whole chart the old density was
+    imaginary.  The density is real and finite at points of the chart, the same for both signs,
+    and ``check_measure`` finds it preserved on a short run (the Liouville measure is not)."""
+    import numpy as np
+
+    from nhfast.analysis.measure import check_measure
+    from nhfast.systems import veselova
+    from nhfast.systems.inertia import INERTIAS
+
+    n = 5
+    J = sp.diag(*[sp.Rational(k + 2, k + 1) for k in range(n)])
+    red = veselova(
+        n, form="lie-algebra", inertia=lambda Om: INERTIAS["physical"].operator(Om, J), params=[]
+    )
+    res = invariant_measure(red)
+    assert res.exact and res.sigma is not None
+    (lg,) = res.sigma.atoms(sp.log)
+    P = lg.args[0]
+    assert sp.simplify(res.sigma / lg) == sp.Rational(-1, 2)
+    rng = np.random.default_rng(0)
+    pts = rng.uniform(-0.45, 0.45, size=(40, n - 1))  # |s| < 1: the hemisphere chart
+    values = sp.lambdify([red.s], P)
+    assert all(values(p) > 0 for p in pts)  # so -P < 0 on all of them
+    negative = real_density(-sp.log(-P) / 2)  # the same potential, a negative argument
+    for rho in (res.density, negative):
+        f = sp.lambdify([red.s], rho)
+        out = np.array([complex(f(p)) for p in pts])
+        assert np.all(out.imag == 0) and np.all(np.isfinite(out.real)) and np.all(out.real > 0)
+    fa, fb = sp.lambdify([red.s], res.density), sp.lambdify([red.s], negative)
+    assert np.allclose([fa(p) for p in pts], [fb(p) for p in pts], rtol=1e-14, atol=0)
+    x0 = np.hstack([rng.uniform(-0.3, 0.3, size=(4, n - 1)), rng.normal(size=(4, n - 1))])
+    assert check_measure(red, res, x0, t=0.5, n_jacobian=2).holds is True
+    assert check_measure(red, sp.Integer(1), x0, t=0.5, n_jacobian=0).holds is False

@@ -41,6 +41,8 @@ from sympy.matrices.expressions import (
 from sympy.matrices.expressions.matexpr import MatrixElement
 from sympy.matrices.expressions.trace import Trace
 
+from nhfast.symbolic._rational import derivative, normal
+
 __all__: list[str] = []
 
 #: The symbolic dimension of every vector and matrix in a derivation.
@@ -221,17 +223,17 @@ class VecPoly:
         return VecPoly({k: s * c for k, c in self.terms.items()}).cleaned()
 
     def cleaned(self) -> VecPoly:
-        """Coefficients expanded, zero terms dropped."""
+        """Coefficients in :func:`normal` form, zero terms dropped."""
         out = {}
         for k, c in self.terms.items():
-            c = sp.expand(c)
+            c = normal(c)
             if c != 0:
                 out[k] = c
         return VecPoly(out)
 
     def dot(self, node: Node, scalars: Scalars) -> sp.Expr:
         """``node . self`` as a scalar expression."""
-        return sp.expand(sp.Add(*[c * scalars.of(node.times(k)) for k, c in self.terms.items()]))
+        return normal(sp.Add(*[c * scalars.of(node.times(k)) for k, c in self.terms.items()]))
 
     def times(self, node: Node) -> VecPoly:
         """Element-wise product with ``node``."""
@@ -252,7 +254,7 @@ class VecPoly:
 
     def reduce(self, scalars: Scalars) -> sp.Expr:
         """``sum_i self_i`` as a scalar expression."""
-        return sp.expand(sp.Add(*[c * scalars.of(k) for k, c in self.terms.items()]))
+        return normal(sp.Add(*[c * scalars.of(k) for k, c in self.terms.items()]))
 
     def subs(self, rep: Mapping[sp.Symbol, Any]) -> VecPoly:
         """Substitute in the coefficients."""
@@ -447,7 +449,7 @@ def gradient(expr: sp.Expr, name: str, scalars: Scalars) -> VecPoly:
         node = scalars.nodes[sym]
         if name not in node.names():
             continue
-        dexpr = sp.diff(expr, sym)
+        dexpr = derivative(expr, sym)
         for z in extract(node, name):
             out = out + VecPoly.of(z, dexpr)
     return out
@@ -491,7 +493,7 @@ def substitute_scalar(expr: Any, name: str, value: VecPoly, scalars: Scalars) ->
         node = scalars.nodes[sym]
         if name in node.names():
             rep[sym] = _substituted(node, name, value).reduce(scalars)
-    return sp.expand(expr.xreplace(rep)) if rep else expr
+    return normal(expr.xreplace(rep)) if rep else expr
 
 
 # ------------------------------------------------------------------------------------------

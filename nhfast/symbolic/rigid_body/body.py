@@ -37,6 +37,7 @@ from nhfast._memory import check as check_memory
 from nhfast.codegen.differentiate import jvp_program, with_divergence
 from nhfast.codegen.indexed import IndexedProgram
 from nhfast.structured_field import StructuredVectorField
+from nhfast.symbolic._rational import normal
 from nhfast.symbolic.rigid_body.algebra import (
     DIM,
     Lowering,
@@ -623,7 +624,7 @@ def _divergence(d: Derivation, sol: Velocity, gamma_dot: VecPoly, m_dot: VecPoly
         div = calc.trace(gamma_dot, "gamma") + calc.trace(m_dot, "m")
     except NotImplementedError:
         return None
-    return sp.cancel(sp.together(div))
+    return sp.cancel(normal(div))
 
 
 def _dense_solve(low: Lowering, d: Derivation, f: sp.Symbol) -> tuple[sp.Symbol, sp.Expr]:

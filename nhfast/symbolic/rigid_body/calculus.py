@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from nhfast.symbolic._rational import derivative, normal
 from nhfast.symbolic.rigid_body.algebra import Node, Scalars, VecPoly, extract
 
 __all__: list[str] = []
@@ -70,7 +71,7 @@ class Calculus:
         for s in sorted(sp.sympify(coef).free_symbols & set(self.scalars.nodes), key=str):
             g = self.grad(s, y)
             if g.terms:
-                out = out + g.scaled(sp.diff(coef, s))
+                out = out + g.scaled(derivative(coef, s))
         return out
 
     def _reciprocal_grad(self, weight: Node, y: str) -> VecPoly:
@@ -133,10 +134,10 @@ class Calculus:
 
     def trace(self, field: VecPoly, y: str) -> sp.Expr:
         """``tr dF/dy`` of a vector ``F`` with respect to the vector named ``y``."""
-        out = sp.Integer(0)
+        out = []
         for node, coef in field.terms.items():
-            out += coef * self.diagonal_sum(node, y)
+            out.append(coef * self.diagonal_sum(node, y))
             g = self._coefficient_grad(coef, y)
             if g.terms:
-                out += self._dot(g, node)
-        return sp.expand(out)
+                out.append(self._dot(g, node))
+        return normal(sp.Add(*out))
