@@ -25,15 +25,6 @@ from sympy.polys.domains import QQ
 from sympy.polys.rings import PolyElement, PolyRing
 from sympy.polys.rings import ring as poly_ring
 
-__all__ = [
-    "normal",
-    "derivative",
-    "numerator_denominator",
-    "denominator_factors",
-    "is_rational",
-    "closed_form_defects",
-]
-
 
 class _NotRational(Exception):
     """The expression is not a rational function of its symbols over ``QQ``."""
