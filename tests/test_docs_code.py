@@ -69,7 +69,6 @@ def _env(tmp_path: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("NHFAST_CACHE_DIR", str(tmp_path / "cache"))
     env["MPLBACKEND"] = "Agg"
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return env
 
 
