@@ -135,7 +135,7 @@ def test_api_reference_lists_every_public_name() -> None:
     assert not missing, "not in docs/api/index.rst: " + ", ".join(sorted(missing))
 
 
-def test_version_agrees_with_changelog() -> None:
+def test_version_agrees_with_changelog(tmp_path: Path) -> None:
     import nhfast
 
     text = (ROOT / "CHANGELOG.md").read_text()
@@ -144,7 +144,8 @@ def test_version_agrees_with_changelog() -> None:
     assert latest.group(1) == nhfast.__version__
     proc = subprocess.run(
         [sys.executable, "-m", "nhfast", "--version"],
-        env=_env(ROOT),
+        cwd=tmp_path,  # the installed nhfast, not the source tree in the working directory
+        env=_env(tmp_path),
         capture_output=True,
         text=True,
         timeout=60,
